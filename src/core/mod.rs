@@ -1,0 +1,32 @@
+//! The protocol core: everything a write must pass and everything a reader
+//! needs to trust a capsule, with no I/O. One module per concern:
+//!
+//! | concern                                   | module      |
+//! |-------------------------------------------|-------------|
+//! | strict JSON parsing (dup keys, depth)     | [`json`]    |
+//! | RFC 8785 canonical bytes, cursor          | [`jcs`]     |
+//! | reason codes, HTTP status, bot action     | [`reason`]  |
+//! | tier table and fixed limits               | [`limits`]  |
+//! | typed capsule model                       | [`model`]   |
+//! | schema check of a capsule                 | [`validate`]|
+//! | secrets / injection / URL scanner         | [`safety`]  |
+//! | keys, agent_id, signing, verification     | [`crypto`]  |
+//! | PUT envelope parsing and the write checks | [`write`]   |
+//! | quota windows and the retry cooldown      | [`quota`]   |
+//! | KV record and head.json                   | [`record`]  |
+//! | clock formatting                          | [`time`]    |
+//! | rehydration prompt rendering              | [`render`]  |
+
+pub mod crypto;
+pub mod jcs;
+pub mod json;
+pub mod limits;
+pub mod model;
+pub mod quota;
+pub mod reason;
+pub mod record;
+pub mod render;
+pub mod safety;
+pub mod time;
+pub mod validate;
+pub mod write;

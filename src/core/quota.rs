@@ -1,0 +1,187 @@
+//! Rolling 24-hour windows and the retry-storm cooldown. Pure bookkeeping over
+//! timestamps; the Durable Objects persist these structs and call in.
+
+use crate::core::limits::{
+    COOLDOWN_AFTER_REJECTS, COOLDOWN_BASE_SEC, COOLDOWN_CAP_SEC, WINDOW_SEC,
+};
+use serde::{Deserialize, Serialize};
+
+const WINDOW_MS: u64 = WINDOW_SEC * 1000;
+
+/// Times (Unix ms) of the events still inside the rolling window, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub times_ms: Vec<u64>,
+}
+
+/// How a window stands at a moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub limit: u32,
+    pub used: u32,
+    /// When the oldest counted event leaves the window (None when empty).
+    pub reset_at_ms: Option<u64>,
+}
+
+impl Usage {
+    pub fn remaining(&self) -> u32 {
+        self.limit.saturating_sub(self.used)
+    }
+    pub fn exhausted(&self) -> bool {
+        self.used >= self.limit
+    }
+}
+
+impl Window {
+    /// The events that still count at `now_ms` (strictly younger than 24 h).
+    fn live(&self, now_ms: u64) -> impl Iterator<Item = u64> + '_ {
+        self.times_ms
+            .iter()
+            .copied()
+            .filter(move |&t| t + WINDOW_MS > now_ms)
+    }
+    pub fn usage(&self, now_ms: u64, limit: u32) -> Usage {
+        let used = self.live(now_ms).count() as u32;
+        let reset_at_ms = self.live(now_ms).min().map(|t| t + WINDOW_MS);
+        Usage {
+            limit,
+            used,
+            reset_at_ms,
+        }
+    }
+    /// Drops expired events and records one at `now_ms`.
+    pub fn record(&mut self, now_ms: u64) {
+        self.times_ms.retain(|&t| t + WINDOW_MS > now_ms);
+        self.times_ms.push(now_ms);
+    }
+}
+
+/// New-agent slots of one client IP: which agents were created when.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpWindow {
+    pub entries: Vec<(String, u64)>,
+}
+
+impl IpWindow {
+    /// Reserves a slot for `agent_id` (idempotent: an agent already holding a
+    /// live slot gets it again for free). `Err(reset_at_ms)` when full.
+    pub fn reserve(&mut self, agent_id: &str, now_ms: u64, limit: u32) -> Result<(), u64> {
+        self.entries.retain(|(_, t)| t + WINDOW_MS > now_ms);
+        if self.entries.iter().any(|(a, _)| a == agent_id) {
+            return Ok(());
+        }
+        if self.entries.len() as u32 >= limit {
+            let oldest = self.entries.iter().map(|(_, t)| *t).min().unwrap_or(now_ms);
+            return Err(oldest + WINDOW_MS);
+        }
+        self.entries.push((agent_id.to_owned(), now_ms));
+        Ok(())
+    }
+}
+
+/// Consecutive signed-but-rejected writes and the resulting cooldown.
+///
+/// Only rejections of *authenticated* requests count, and each distinct signed
+/// payload counts once: an attacker can only replay envelopes the agent really
+/// sent, so replays can never push an agent into cooldown, while a bot that
+/// keeps producing new broken writes is slowed down exponentially.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cooldown {
+    pub consecutive_rejects: u32,
+    pub until_ms: Option<u64>,
+    /// Hex digests of the signed payloads already counted (bounded).
+    pub counted: Vec<String>,
+}
+
+/// How many counted digests are remembered.
+const COUNTED_MAX: usize = 32;
+
+impl Cooldown {
+    /// The wait (ms) still in force at `now_ms`, if any.
+    pub fn active_until(&self, now_ms: u64) -> Option<u64> {
+        self.until_ms.filter(|&u| u > now_ms)
+    }
+    /// Counts a rejected authenticated write; returns whether anything changed.
+    pub fn note_reject(&mut self, digest_hex: &str, now_ms: u64) -> bool {
+        if self.counted.iter().any(|d| d == digest_hex) {
+            return false;
+        }
+        if self.counted.len() == COUNTED_MAX {
+            self.counted.remove(0);
+        }
+        self.counted.push(digest_hex.to_owned());
+        self.consecutive_rejects = self.consecutive_rejects.saturating_add(1);
+        if self.consecutive_rejects >= COOLDOWN_AFTER_REJECTS {
+            let doublings = (self.consecutive_rejects - COOLDOWN_AFTER_REJECTS).min(20);
+            let secs = (COOLDOWN_BASE_SEC << doublings).min(COOLDOWN_CAP_SEC);
+            self.until_ms = Some(now_ms + secs * 1000);
+        }
+        true
+    }
+    /// An accepted write clears everything.
+    pub fn reset(&mut self) {
+        *self = Cooldown::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: u64 = 3_600_000;
+
+    #[test]
+    fn window_rolls() {
+        let mut w = Window::default();
+        w.record(0);
+        w.record(H);
+        let u = w.usage(2 * H, 5);
+        assert_eq!((u.used, u.remaining(), u.reset_at_ms), (2, 3, Some(24 * H)));
+        // At exactly 24 h the first write has left the window.
+        let u = w.usage(24 * H, 5);
+        assert_eq!((u.used, u.reset_at_ms), (1, Some(25 * H)));
+        let u = w.usage(25 * H, 5);
+        assert_eq!((u.used, u.reset_at_ms), (0, None));
+        w.record(25 * H);
+        assert_eq!(w.times_ms, [25 * H]);
+    }
+
+    #[test]
+    fn ip_window_is_idempotent_per_agent_and_bounded() {
+        let mut w = IpWindow::default();
+        assert_eq!(w.reserve("a", 0, 2), Ok(()));
+        assert_eq!(w.reserve("a", 10, 2), Ok(()));
+        assert_eq!(w.reserve("b", 20, 2), Ok(()));
+        assert_eq!(w.reserve("c", 30, 2), Err(24 * H));
+        assert_eq!(w.reserve("c", 24 * H, 2), Ok(()));
+    }
+
+    #[test]
+    fn cooldown_starts_at_fifth_distinct_reject_and_doubles_to_cap() {
+        let mut c = Cooldown::default();
+        for i in 0..4 {
+            assert!(c.note_reject(&format!("d{i}"), 0));
+            assert_eq!(c.active_until(0), None);
+        }
+        assert!(c.note_reject("d4", 0));
+        assert_eq!(c.active_until(0), Some(10_000));
+        c.note_reject("d5", 0);
+        assert_eq!(c.until_ms, Some(20_000));
+        for i in 6..30 {
+            c.note_reject(&format!("d{i}"), 0);
+        }
+        assert_eq!(c.until_ms, Some(3_600_000));
+        c.reset();
+        assert_eq!(c, Cooldown::default());
+    }
+
+    #[test]
+    fn replayed_payloads_count_once() {
+        let mut c = Cooldown::default();
+        for _ in 0..10 {
+            c.note_reject("same", 0);
+        }
+        assert_eq!(c.consecutive_rejects, 1);
+        assert_eq!(c.active_until(0), None);
+    }
+}

@@ -1,0 +1,173 @@
+//! Every machine-readable code the service answers with, in one table: the wire
+//! name, the HTTP status, what class of problem it is, and what a bot should do.
+//! `docs/PROTOCOL.md` lists the same table; a test keeps the two in step.
+
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// What a client should do about a code, coarsely. The CLI maps each class to
+/// its own exit code, so scripts can branch without parsing text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// The request or capsule is wrong: fix it, then retry once.
+    FixPayload,
+    /// Nothing is wrong with the payload; wait until the given time.
+    BackOff,
+    /// Key material or signing implementation problem; stop writing.
+    Signature,
+    /// Not about a write (read-side errors such as unknown paths).
+    Request,
+    /// The service failed; retry with backoff.
+    Server,
+}
+
+macro_rules! reason_codes {
+    ($( $variant:ident => $wire:literal, $status:literal, $class:ident, $action:literal; )*) => {
+        /// A reason code. Ordering of the variants is the stable order in which
+        /// codes are reported when several apply.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ReasonCode { $( $variant, )* }
+
+        impl ReasonCode {
+            /// Every code, in reporting order.
+            pub const ALL: &'static [ReasonCode] = &[ $( ReasonCode::$variant, )* ];
+
+            /// The code as it appears on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self { $( ReasonCode::$variant => $wire, )* }
+            }
+            /// The HTTP status a response carrying (first) this code uses.
+            pub const fn http_status(self) -> u16 {
+                match self { $( ReasonCode::$variant => $status, )* }
+            }
+            pub const fn class(self) -> Class {
+                match self { $( ReasonCode::$variant => Class::$class, )* }
+            }
+            /// What a well-behaved bot does on receiving this code.
+            pub const fn bot_action(self) -> &'static str {
+                match self { $( ReasonCode::$variant => $action, )* }
+            }
+            pub fn from_wire(s: &str) -> Option<ReasonCode> {
+                match s { $( $wire => Some(ReasonCode::$variant), )* _ => None }
+            }
+        }
+    };
+}
+
+reason_codes! {
+    // --- request envelope (before any stored state is consulted) ---
+    PayloadTooLarge => "payload_too_large", 413, FixPayload, "Stop; reduce the payload below the body cap; retry after next_write_at.";
+    InvalidJson => "invalid_json", 400, FixPayload, "Fix the client's JSON encoder (duplicate keys, bad UTF-8, lone surrogates, NaN, deep nesting); do not retry unchanged.";
+    BadSeq => "bad_seq", 400, FixPayload, "Send seq as an integer 0..2^53-1; retry once fixed.";
+    InvalidCapsule => "invalid_capsule", 422, FixPayload, "Fix client bug (capsule missing or not an object); do not spam retries.";
+    UnknownField => "unknown_field", 422, FixPayload, "Remove fields outside the v0 allowlist; retry once fixed.";
+    AgentId => "agent_id", 422, FixPayload, "Set agent_id to the path's agent id (SHA-256 of your public key); retry once fixed.";
+    BadSignature => "bad_signature", 401, Signature, "Stop; verify key material and the signing implementation against the signing vectors. If persistent, go read-only.";
+    ReplaySeq => "replay_seq", 409, FixPayload, "Read head.json for the stored seq, use a strictly greater seq; never resend the same payload.";
+    // --- capsule schema (all 422) ---
+    SchemaVersion => "schema_version", 422, FixPayload, "Set schema_version to \"self_capsule_v0\"; retry once fixed.";
+    Policy => "policy", 422, FixPayload, "Fix the policy block; retry once fixed.";
+    PolicyVersion => "policy_version", 422, FixPayload, "Fix policy.policy_version (string, max 16 chars); retry once fixed.";
+    RehydrateMode => "rehydrate_mode", 422, FixPayload, "Set policy.rehydrate_mode to \"strict\"; retry once fixed.";
+    MemoryBudget => "memory_budget", 422, FixPayload, "Fix policy.memory_budget; retry once fixed.";
+    MaxRehydrateTokens => "max_rehydrate_tokens", 422, FixPayload, "Use an integer 256..1500 for max_rehydrate_tokens; retry once fixed.";
+    MaxObjectives => "max_objectives", 422, FixPayload, "Use an integer 0..8 for max_objectives; retry once fixed.";
+    Constraints => "constraints", 422, FixPayload, "Fix the constraints array (max 20 objects); retry once fixed.";
+    ConstraintId => "constraint_id", 422, FixPayload, "Fix constraint ids (unique, max 24 chars, ^[a-z0-9_-]+$); retry once fixed.";
+    ConstraintType => "constraint_type", 422, FixPayload, "Use a v0 constraint type; retry once fixed.";
+    ConstraintValue => "constraint_value", 422, FixPayload, "Use a boolean or up to 20 strings of max 48 chars; retry once fixed.";
+    Objectives => "objectives", 422, FixPayload, "Fix the objectives array (max 8 objects); retry once fixed.";
+    ObjectiveId => "objective_id", 422, FixPayload, "Fix objective ids (unique, max 24 chars, ^[a-z0-9_-]+$); retry once fixed.";
+    ObjectiveStatus => "objective_status", 422, FixPayload, "Use open, in_progress, blocked, done or cancelled; retry once fixed.";
+    ObjectivePriority => "objective_priority", 422, FixPayload, "Use low, med or high (or omit); retry once fixed.";
+    ObjectiveTitle => "objective_title", 422, FixPayload, "Give every objective a title of max 120 chars; retry once fixed.";
+    ObjectiveCheckpoint => "objective_checkpoint", 422, FixPayload, "Keep checkpoint a string of max 200 chars; retry once fixed.";
+    Capabilities => "capabilities", 422, FixPayload, "Fix the capabilities object; retry once fixed.";
+    ToolAllowlist => "tool_allowlist", 422, FixPayload, "Max 20 tool ids, max 48 chars, ^[a-z0-9_.:-]+$; retry once fixed.";
+    FeatureFlags => "feature_flags", 422, FixPayload, "Max 20 flags, max 32 chars, ^[a-z0-9_-]+$; retry once fixed.";
+    Pointers => "pointers", 422, FixPayload, "Fix the pointers object; retry once fixed.";
+    Receipts => "receipts", 422, FixPayload, "Max 5 receipt objects; retry once fixed.";
+    ReceiptName => "receipt_name", 422, FixPayload, "Give every receipt a name of max 32 chars; retry once fixed.";
+    ReceiptContentHash => "receipt_content_hash", 422, FixPayload, "Use content_hash \"sha256:<64 lowercase hex>\"; retry once fixed.";
+    ReceiptEvidenceUrl => "receipt_evidence_url", 422, FixPayload, "Keep evidence_url a string of max 200 chars; retry once fixed.";
+    SelfMotto => "self_motto", 422, FixPayload, "Shorten self_motto to max 160 chars; retry once fixed.";
+    Watch => "watch", 422, FixPayload, "Make watch an object with only tags, sources, stacks; retry once fixed.";
+    WatchTags => "watch.tags", 422, FixPayload, "Max 10 tags of max 24 chars; retry once fixed.";
+    WatchSources => "watch.sources", 422, FixPayload, "Max 25 source ids matching ^[a-z0-9_-]{2,32}$; retry once fixed.";
+    WatchStacks => "watch.stacks", 422, FixPayload, "Max 10 stack names of max 32 chars; retry once fixed.";
+    // --- content and size ---
+    UnsafeContent => "unsafe_content", 422, FixPayload, "Remove the flagged secret/injection/URL text; do not persist suspicious text; retry once fixed.";
+    CapsuleTooLarge => "capsule_too_large", 413, FixPayload, "Reduce the canonical capsule below max_bytes; retry once fixed.";
+    // --- quotas (state is fine, timing is not) ---
+    NewAgentIpQuotaExceeded => "new_agent_ip_quota_exceeded", 429, BackOff, "Back off; do not churn identities; retry after next_write_at.";
+    WriteQuotaExceeded => "write_quota_exceeded", 429, BackOff, "Back off until next_write_at; keep operating read-only.";
+    CooldownActive => "cooldown_active", 429, BackOff, "Too many rejected writes in a row; fix the payload and wait retry_after_sec.";
+    // --- read side and generic errors (bodies of the form {"error": code}) ---
+    CapsuleNotFound => "capsule_not_found", 404, Request, "No capsule published for this agent yet; publish one or check the agent id.";
+    BadAgentId => "bad_agent_id", 400, Request, "Use the 64 lowercase hex agent id (SHA-256 of the public key) in the path.";
+    BadPublicKey => "bad_public_key", 400, Request, "Send a 32-byte Ed25519 public key as hex, base64 or base64url; weak keys are refused.";
+    NotFound => "not_found", 404, Request, "Check the URL against docs/PROTOCOL.md.";
+    MethodNotAllowed => "method_not_allowed", 405, Request, "Use a method from the Allow header.";
+    Unavailable => "service_unavailable", 503, Server, "Retry after retry_after_sec with capped exponential backoff.";
+}
+
+impl fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ReasonCode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ReasonCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ReasonCode::from_wire(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown reason code {s:?}")))
+    }
+}
+
+/// Sorts codes into reporting order and removes repeats.
+pub fn normalize(codes: &mut Vec<ReasonCode>) {
+    codes.sort();
+    codes.dedup();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for &c in ReasonCode::ALL {
+            assert!(seen.insert(c.as_str()), "duplicate wire name {c}");
+            assert_eq!(ReasonCode::from_wire(c.as_str()), Some(c));
+        }
+    }
+
+    #[test]
+    fn statuses_are_client_or_server_errors() {
+        for &c in ReasonCode::ALL {
+            let s = c.http_status();
+            assert!((400..600).contains(&s), "{c} has status {s}");
+            assert_eq!(c.class() == Class::Server, s >= 500, "{c}");
+        }
+    }
+
+    #[test]
+    fn normalize_sorts_and_dedups() {
+        let mut v = vec![
+            ReasonCode::SelfMotto,
+            ReasonCode::UnknownField,
+            ReasonCode::SelfMotto,
+        ];
+        normalize(&mut v);
+        assert_eq!(v, [ReasonCode::UnknownField, ReasonCode::SelfMotto]);
+    }
+}

@@ -1,0 +1,1057 @@
+//! The `self_capsule_v0` schema check: every rule and limit of the spec's
+//! limits table, over the raw parsed value, collecting *all* violations (a bot
+//! fixes its capsule in one round trip, not one field per rejected write).
+//! Lengths count Unicode scalar values. Success yields the typed [`Capsule`].
+
+use crate::core::crypto::is_lower_hex;
+use crate::core::json::{path, Json};
+use crate::core::model::*;
+use crate::core::reason::ReasonCode as R;
+use serde::Serialize;
+
+/// One schema problem: which code, where, and a human-readable message
+/// (which never quotes the offending value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub code: R,
+    pub path: String,
+    pub message: String,
+}
+
+/// Spec limits (free tier and all others: the schema does not vary by tier).
+pub mod bounds {
+    pub const POLICY_VERSION_MAX: usize = 16;
+    pub const REHYDRATE_TOKENS: (u64, u64) = (256, 1500);
+    pub const MAX_OBJECTIVES: (u64, u64) = (0, 8);
+    pub const CONSTRAINTS_MAX: usize = 20;
+    pub const ID_MAX: usize = 24;
+    pub const CONSTRAINT_VALUES_MAX: usize = 20;
+    pub const CONSTRAINT_VALUE_LEN_MAX: usize = 48;
+    pub const OBJECTIVES_MAX: usize = 8;
+    pub const TITLE_MAX: usize = 120;
+    pub const CHECKPOINT_MAX: usize = 200;
+    pub const TOOLS_MAX: usize = 20;
+    pub const TOOL_LEN_MAX: usize = 48;
+    pub const FLAGS_MAX: usize = 20;
+    pub const FLAG_LEN_MAX: usize = 32;
+    pub const RECEIPTS_MAX: usize = 5;
+    pub const RECEIPT_NAME_MAX: usize = 32;
+    pub const EVIDENCE_URL_MAX: usize = 200;
+    pub const MOTTO_MAX: usize = 160;
+    pub const WATCH_TAGS_MAX: usize = 10;
+    pub const WATCH_TAG_LEN_MAX: usize = 24;
+    pub const WATCH_SOURCES_MAX: usize = 25;
+    pub const WATCH_SOURCE_LEN: (usize, usize) = (2, 32);
+    pub const WATCH_STACKS_MAX: usize = 10;
+    pub const WATCH_STACK_LEN_MAX: usize = 32;
+}
+use bounds::*;
+
+const TOP_FIELDS: &[&str] = &[
+    "schema_version",
+    "agent_id",
+    "policy",
+    "constraints",
+    "objectives",
+    "capabilities",
+    "pointers",
+    "self_motto",
+    "watch",
+];
+
+/// Checks a capsule value. `Err` holds every violation found, in document
+/// order; callers report their codes de-duplicated in stable order.
+pub fn validate_capsule(value: &Json) -> Result<Capsule, Vec<Violation>> {
+    let mut v = Checker::default();
+    let capsule = v.capsule(value);
+    match capsule {
+        Some(c) if v.out.is_empty() => Ok(c),
+        _ => {
+            if v.out.is_empty() {
+                // Defensive: a None without a recorded reason would be a bug here.
+                v.push(R::InvalidCapsule, "$", "capsule is not valid");
+            }
+            Err(v.out)
+        }
+    }
+}
+
+#[derive(Default)]
+struct Checker {
+    out: Vec<Violation>,
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `^[a-z0-9_-]+$`
+fn is_slug(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// `^[a-z0-9_.:-]+$`
+fn is_tool_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b':' | b'-')
+        })
+}
+
+impl Checker {
+    fn push(&mut self, code: R, at: &str, message: impl Into<String>) {
+        self.out.push(Violation {
+            code,
+            path: at.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    /// Reports members not in `allowed` as `unknown_field`; returns the object's entries.
+    fn object<'a>(
+        &mut self,
+        value: &'a Json,
+        at: &str,
+        code: R,
+        allowed: &[&str],
+    ) -> Option<&'a [(String, Json)]> {
+        let Some(entries) = value.as_object() else {
+            self.push(
+                code,
+                at,
+                format!("must be an object, not {}", value.type_name()),
+            );
+            return None;
+        };
+        for (k, _) in entries {
+            if !allowed.contains(&k.as_str()) {
+                self.push(
+                    R::UnknownField,
+                    &path::key(at, k),
+                    "field is not in the v0 allowlist",
+                );
+            }
+        }
+        Some(entries)
+    }
+
+    fn array<'a>(&mut self, value: &'a Json, at: &str, code: R, max: usize) -> Option<&'a [Json]> {
+        match value.as_array() {
+            None => {
+                self.push(
+                    code,
+                    at,
+                    format!("must be an array, not {}", value.type_name()),
+                );
+                None
+            }
+            Some(items) if items.len() > max => {
+                self.push(
+                    code,
+                    at,
+                    format!("at most {max} items ({} given)", items.len()),
+                );
+                // Still check the items, so every problem is reported at once.
+                Some(items)
+            }
+            Some(items) => Some(items),
+        }
+    }
+
+    /// A string of `min..=max` scalar values.
+    fn string(
+        &mut self,
+        value: Option<&Json>,
+        at: &str,
+        code: R,
+        min: usize,
+        max: usize,
+    ) -> Option<String> {
+        let Some(value) = value else {
+            self.push(code, at, "required");
+            return None;
+        };
+        let Some(s) = value.as_str() else {
+            self.push(
+                code,
+                at,
+                format!("must be a string, not {}", value.type_name()),
+            );
+            return None;
+        };
+        let n = chars(s);
+        if n < min || n > max {
+            let range = if min == 0 {
+                format!("at most {max}")
+            } else {
+                format!("{min} to {max}")
+            };
+            self.push(code, at, format!("must be {range} characters ({n} given)"));
+            return None;
+        }
+        Some(s.to_owned())
+    }
+
+    fn optional_string(
+        &mut self,
+        value: Option<&Json>,
+        at: &str,
+        code: R,
+        min: usize,
+        max: usize,
+    ) -> Option<Option<String>> {
+        match value {
+            None => Some(None),
+            Some(_) => self.string(value, at, code, min, max).map(Some),
+        }
+    }
+
+    fn int(
+        &mut self,
+        value: Option<&Json>,
+        at: &str,
+        code: R,
+        (lo, hi): (u64, u64),
+    ) -> Option<u32> {
+        match value.and_then(Json::as_safe_u64) {
+            Some(n) if (lo..=hi).contains(&n) => Some(n as u32),
+            _ => {
+                self.push(code, at, format!("required integer in {lo}..={hi}"));
+                None
+            }
+        }
+    }
+
+    /// An array of strings, each passing `ok`, with the given bounds.
+    fn string_list(
+        &mut self,
+        value: &Json,
+        at: &str,
+        code: R,
+        max_items: usize,
+        describe: &str,
+        ok: impl Fn(&str) -> bool,
+    ) -> Option<Vec<String>> {
+        let items = self.array(value, at, code, max_items)?;
+        let before = self.out.len();
+        let mut list = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match item.as_str() {
+                Some(s) if ok(s) => list.push(s.to_owned()),
+                _ => self.push(
+                    code,
+                    &path::index(at, i),
+                    format!("each item must be {describe}"),
+                ),
+            }
+        }
+        (self.out.len() == before && items.len() <= max_items).then_some(list)
+    }
+
+    fn capsule(&mut self, value: &Json) -> Option<Capsule> {
+        let Some(entries) = value.as_object() else {
+            self.push(
+                R::InvalidCapsule,
+                "$",
+                format!("capsule must be an object, not {}", value.type_name()),
+            );
+            return None;
+        };
+        let _ = self.object(value, "$", R::InvalidCapsule, TOP_FIELDS);
+        let get = |k: &str| entries.iter().find(|(n, _)| n == k).map(|(_, v)| v);
+
+        match get("schema_version") {
+            Some(Json::String(s)) if s == SCHEMA_VERSION => {}
+            _ => self.push(
+                R::SchemaVersion,
+                "$.schema_version",
+                format!("required, exactly \"{SCHEMA_VERSION}\""),
+            ),
+        }
+        let agent_id = match get("agent_id") {
+            Some(Json::String(s)) if is_lower_hex(s, 64) => Some(s.clone()),
+            _ => {
+                self.push(
+                    R::AgentId,
+                    "$.agent_id",
+                    "required, 64 lowercase hex characters",
+                );
+                None
+            }
+        };
+        let policy = match get("policy") {
+            Some(p) => self.policy(p),
+            None => {
+                self.push(R::Policy, "$.policy", "required");
+                None
+            }
+        };
+        let constraints = get("constraints").map(|c| self.constraints(c));
+        let objectives = get("objectives").map(|o| self.objectives(o));
+        let capabilities = get("capabilities").map(|c| self.capabilities(c));
+        let pointers = get("pointers").map(|p| self.pointers(p));
+        let self_motto = self.optional_string(
+            get("self_motto"),
+            "$.self_motto",
+            R::SelfMotto,
+            0,
+            MOTTO_MAX,
+        );
+        let watch = get("watch").map(|w| self.watch(w));
+
+        Some(Capsule {
+            agent_id: agent_id?,
+            policy: policy?,
+            constraints: constraints.map(|c| c.ok_or(())).transpose().ok()?,
+            objectives: objectives.map(|o| o.ok_or(())).transpose().ok()?,
+            capabilities: capabilities.map(|c| c.ok_or(())).transpose().ok()?,
+            pointers: pointers.map(|p| p.ok_or(())).transpose().ok()?,
+            self_motto: self_motto?,
+            watch: watch.map(|w| w.ok_or(())).transpose().ok()?,
+        })
+    }
+
+    fn policy(&mut self, value: &Json) -> Option<Policy> {
+        const FIELDS: &[&str] = &[
+            "policy_version",
+            "rehydrate_mode",
+            "deny_external_instructions",
+            "deny_tool_instructions_in_text",
+            "memory_budget",
+        ];
+        self.object(value, "$.policy", R::Policy, FIELDS)?;
+        let policy_version = self.string(
+            value.get("policy_version"),
+            "$.policy.policy_version",
+            R::PolicyVersion,
+            1,
+            POLICY_VERSION_MAX,
+        );
+        let rehydrate_mode = match value.get("rehydrate_mode") {
+            Some(Json::String(s)) if s == "strict" => Some(RehydrateMode::Strict),
+            _ => {
+                self.push(
+                    R::RehydrateMode,
+                    "$.policy.rehydrate_mode",
+                    "required, exactly \"strict\"",
+                );
+                None
+            }
+        };
+        for flag in [
+            "deny_external_instructions",
+            "deny_tool_instructions_in_text",
+        ] {
+            if value.get(flag) != Some(&Json::Bool(true)) {
+                self.push(
+                    R::Policy,
+                    &path::key("$.policy", flag),
+                    "required, must be true",
+                );
+            }
+        }
+        let memory_budget = match value.get("memory_budget") {
+            None => {
+                self.push(R::MemoryBudget, "$.policy.memory_budget", "required");
+                None
+            }
+            Some(mb) => self.memory_budget(mb),
+        };
+        let deny_ok = [
+            "deny_external_instructions",
+            "deny_tool_instructions_in_text",
+        ]
+        .iter()
+        .all(|f| value.get(f) == Some(&Json::Bool(true)));
+        let policy = Policy {
+            policy_version: policy_version?,
+            rehydrate_mode: rehydrate_mode?,
+            memory_budget: memory_budget?,
+        };
+        deny_ok.then_some(policy)
+    }
+
+    fn memory_budget(&mut self, value: &Json) -> Option<MemoryBudget> {
+        const AT: &str = "$.policy.memory_budget";
+        self.object(
+            value,
+            AT,
+            R::MemoryBudget,
+            &["max_rehydrate_tokens", "max_objectives"],
+        )?;
+        let tokens = self.int(
+            value.get("max_rehydrate_tokens"),
+            "$.policy.memory_budget.max_rehydrate_tokens",
+            R::MaxRehydrateTokens,
+            REHYDRATE_TOKENS,
+        );
+        let objectives = self.int(
+            value.get("max_objectives"),
+            "$.policy.memory_budget.max_objectives",
+            R::MaxObjectives,
+            MAX_OBJECTIVES,
+        );
+        Some(MemoryBudget {
+            max_rehydrate_tokens: tokens?,
+            max_objectives: objectives?,
+        })
+    }
+
+    fn constraints(&mut self, value: &Json) -> Option<Vec<Constraint>> {
+        const AT: &str = "$.constraints";
+        let items = self.array(value, AT, R::Constraints, CONSTRAINTS_MAX)?;
+        let before = self.out.len();
+        let mut out = Vec::with_capacity(items.len());
+        let mut ids: Vec<&str> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let at = path::index(AT, i);
+            if self
+                .object(item, &at, R::Constraints, &["id", "type", "value"])
+                .is_none()
+            {
+                continue;
+            }
+            let id = self.id(
+                item.get("id"),
+                &path::key(&at, "id"),
+                R::ConstraintId,
+                &mut ids,
+            );
+            let kind = match item
+                .get("type")
+                .and_then(Json::as_str)
+                .and_then(ConstraintType::parse)
+            {
+                Some(t) => Some(t),
+                None => {
+                    let allowed: Vec<&str> =
+                        ConstraintType::ALL.iter().map(|t| t.as_str()).collect();
+                    self.push(
+                        R::ConstraintType,
+                        &path::key(&at, "type"),
+                        format!("required, one of {}", allowed.join(", ")),
+                    );
+                    None
+                }
+            };
+            let value_at = path::key(&at, "value");
+            let val = match item.get("value") {
+                Some(Json::Bool(b)) => Some(ConstraintValue::Flag(*b)),
+                Some(list @ Json::Array(_)) => self
+                    .string_list(
+                        list,
+                        &value_at,
+                        R::ConstraintValue,
+                        CONSTRAINT_VALUES_MAX,
+                        "a string of 1 to 48 characters",
+                        |s| (1..=CONSTRAINT_VALUE_LEN_MAX).contains(&chars(s)),
+                    )
+                    .map(ConstraintValue::List),
+                _ => {
+                    self.push(
+                        R::ConstraintValue,
+                        &value_at,
+                        "required, a boolean or an array of strings",
+                    );
+                    None
+                }
+            };
+            if let (Some(id), Some(kind), Some(value)) = (id, kind, val) {
+                out.push(Constraint { id, kind, value });
+            }
+        }
+        (self.out.len() == before && items.len() <= CONSTRAINTS_MAX).then_some(out)
+    }
+
+    /// An id (`^[a-z0-9_-]+$`, max 24) that must be unique among `seen`.
+    fn id<'a>(
+        &mut self,
+        value: Option<&'a Json>,
+        at: &str,
+        code: R,
+        seen: &mut Vec<&'a str>,
+    ) -> Option<String> {
+        match value.and_then(Json::as_str) {
+            Some(s) if is_slug(s) && chars(s) <= ID_MAX => {
+                if seen.contains(&s) {
+                    self.push(code, at, "duplicate id");
+                    return None;
+                }
+                seen.push(s);
+                Some(s.to_owned())
+            }
+            _ => {
+                self.push(code, at, "required, 1 to 24 characters of [a-z0-9_-]");
+                None
+            }
+        }
+    }
+
+    fn objectives(&mut self, value: &Json) -> Option<Vec<Objective>> {
+        const AT: &str = "$.objectives";
+        const FIELDS: &[&str] = &["id", "status", "priority", "title", "checkpoint"];
+        let items = self.array(value, AT, R::Objectives, OBJECTIVES_MAX)?;
+        let before = self.out.len();
+        let mut out = Vec::with_capacity(items.len());
+        let mut ids: Vec<&str> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let at = path::index(AT, i);
+            if self.object(item, &at, R::Objectives, FIELDS).is_none() {
+                continue;
+            }
+            let id = self.id(
+                item.get("id"),
+                &path::key(&at, "id"),
+                R::ObjectiveId,
+                &mut ids,
+            );
+            let status = match item
+                .get("status")
+                .and_then(Json::as_str)
+                .and_then(ObjectiveStatus::parse)
+            {
+                Some(s) => Some(s),
+                None => {
+                    self.push(
+                        R::ObjectiveStatus,
+                        &path::key(&at, "status"),
+                        "required, one of open, in_progress, blocked, done, cancelled",
+                    );
+                    None
+                }
+            };
+            let priority = match item.get("priority") {
+                None => Some(None),
+                Some(p) => match p.as_str().and_then(Priority::parse) {
+                    Some(p) => Some(Some(p)),
+                    None => {
+                        self.push(
+                            R::ObjectivePriority,
+                            &path::key(&at, "priority"),
+                            "one of low, med, high",
+                        );
+                        None
+                    }
+                },
+            };
+            let title = self.string(
+                item.get("title"),
+                &path::key(&at, "title"),
+                R::ObjectiveTitle,
+                1,
+                TITLE_MAX,
+            );
+            let checkpoint = self.optional_string(
+                item.get("checkpoint"),
+                &path::key(&at, "checkpoint"),
+                R::ObjectiveCheckpoint,
+                0,
+                CHECKPOINT_MAX,
+            );
+            if let (Some(id), Some(status), Some(priority), Some(title), Some(checkpoint)) =
+                (id, status, priority, title, checkpoint)
+            {
+                out.push(Objective {
+                    id,
+                    status,
+                    priority,
+                    title,
+                    checkpoint,
+                });
+            }
+        }
+        (self.out.len() == before && items.len() <= OBJECTIVES_MAX).then_some(out)
+    }
+
+    fn capabilities(&mut self, value: &Json) -> Option<Capabilities> {
+        const AT: &str = "$.capabilities";
+        self.object(
+            value,
+            AT,
+            R::Capabilities,
+            &["tool_allowlist", "feature_flags"],
+        )?;
+        let before = self.out.len();
+        let tool_allowlist = value.get("tool_allowlist").map(|v| {
+            self.string_list(
+                v,
+                "$.capabilities.tool_allowlist",
+                R::ToolAllowlist,
+                TOOLS_MAX,
+                "a tool id of 1 to 48 characters of [a-z0-9_.:-]",
+                |s| is_tool_id(s) && chars(s) <= TOOL_LEN_MAX,
+            )
+        });
+        let feature_flags = value.get("feature_flags").map(|v| {
+            self.string_list(
+                v,
+                "$.capabilities.feature_flags",
+                R::FeatureFlags,
+                FLAGS_MAX,
+                "a flag of 1 to 32 characters of [a-z0-9_-]",
+                |s| is_slug(s) && chars(s) <= FLAG_LEN_MAX,
+            )
+        });
+        (self.out.len() == before).then(|| Capabilities {
+            tool_allowlist: tool_allowlist.flatten(),
+            feature_flags: feature_flags.flatten(),
+        })
+    }
+
+    fn pointers(&mut self, value: &Json) -> Option<Pointers> {
+        const AT: &str = "$.pointers";
+        self.object(value, AT, R::Pointers, &["receipts"])?;
+        let Some(list) = value.get("receipts") else {
+            return Some(Pointers { receipts: None });
+        };
+        let at = "$.pointers.receipts";
+        let items = self.array(list, at, R::Receipts, RECEIPTS_MAX)?;
+        let before = self.out.len();
+        let mut receipts = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let at = path::index(at, i);
+            if self
+                .object(
+                    item,
+                    &at,
+                    R::Receipts,
+                    &["name", "content_hash", "evidence_url"],
+                )
+                .is_none()
+            {
+                continue;
+            }
+            let name = self.string(
+                item.get("name"),
+                &path::key(&at, "name"),
+                R::ReceiptName,
+                1,
+                RECEIPT_NAME_MAX,
+            );
+            let content_hash = match item.get("content_hash").and_then(Json::as_str) {
+                Some(h)
+                    if h.strip_prefix("sha256:")
+                        .is_some_and(|hex| is_lower_hex(hex, 64)) =>
+                {
+                    Some(h.to_owned())
+                }
+                _ => {
+                    self.push(
+                        R::ReceiptContentHash,
+                        &path::key(&at, "content_hash"),
+                        "required, \"sha256:\" followed by 64 lowercase hex characters",
+                    );
+                    None
+                }
+            };
+            let evidence_url = self.optional_string(
+                item.get("evidence_url"),
+                &path::key(&at, "evidence_url"),
+                R::ReceiptEvidenceUrl,
+                1,
+                EVIDENCE_URL_MAX,
+            );
+            if let (Some(name), Some(content_hash), Some(evidence_url)) =
+                (name, content_hash, evidence_url)
+            {
+                receipts.push(Receipt {
+                    name,
+                    content_hash,
+                    evidence_url,
+                });
+            }
+        }
+        (self.out.len() == before && items.len() <= RECEIPTS_MAX).then_some(Pointers {
+            receipts: Some(receipts),
+        })
+    }
+
+    fn watch(&mut self, value: &Json) -> Option<Watch> {
+        const AT: &str = "$.watch";
+        self.object(value, AT, R::Watch, &["tags", "sources", "stacks"])?;
+        let before = self.out.len();
+        let tags = value.get("tags").map(|v| {
+            self.string_list(
+                v,
+                "$.watch.tags",
+                R::WatchTags,
+                WATCH_TAGS_MAX,
+                "a tag of 1 to 24 characters",
+                |s| (1..=WATCH_TAG_LEN_MAX).contains(&chars(s)),
+            )
+        });
+        let sources = value.get("sources").map(|v| {
+            self.string_list(
+                v,
+                "$.watch.sources",
+                R::WatchSources,
+                WATCH_SOURCES_MAX,
+                "a source id of 2 to 32 characters of [a-z0-9_-]",
+                |s| is_slug(s) && (WATCH_SOURCE_LEN.0..=WATCH_SOURCE_LEN.1).contains(&s.len()),
+            )
+        });
+        let stacks = value.get("stacks").map(|v| {
+            self.string_list(
+                v,
+                "$.watch.stacks",
+                R::WatchStacks,
+                WATCH_STACKS_MAX,
+                "a name of 1 to 32 characters",
+                |s| (1..=WATCH_STACK_LEN_MAX).contains(&chars(s)),
+            )
+        });
+        (self.out.len() == before).then(|| Watch {
+            tags: tags.flatten(),
+            sources: sources.flatten(),
+            stacks: stacks.flatten(),
+        })
+    }
+}
+
+/// The distinct codes of a violation list, in reporting order.
+pub fn codes(violations: &[Violation]) -> Vec<R> {
+    let mut codes: Vec<R> = violations.iter().map(|v| v.code).collect();
+    crate::core::reason::normalize(&mut codes);
+    codes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::json::parse_str;
+
+    pub const EXAMPLE: &str = include_str!("../../tests/vectors/spec_example_capsule.json");
+
+    fn check(json: &str) -> Result<Capsule, Vec<R>> {
+        validate_capsule(&parse_str(json).unwrap()).map_err(|v| codes(&v))
+    }
+
+    fn with(f: impl FnOnce(&mut Json)) -> Json {
+        let mut v = parse_str(EXAMPLE).unwrap();
+        f(&mut v);
+        v
+    }
+
+    fn set(v: &mut Json, path: &[&str], new: Json) {
+        let mut cur = v;
+        for (i, key) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
+            cur = match cur {
+                Json::Object(entries) => {
+                    if last {
+                        entries.retain(|(k, _)| k != key);
+                        entries.push((key.to_string(), new));
+                        return;
+                    }
+                    &mut entries.iter_mut().find(|(k, _)| k == key).unwrap().1
+                }
+                Json::Array(items) => {
+                    let idx: usize = key.parse().unwrap();
+                    if last {
+                        items[idx] = new;
+                        return;
+                    }
+                    &mut items[idx]
+                }
+                _ => panic!("bad path"),
+            };
+        }
+    }
+
+    fn codes_of(v: &Json) -> Vec<R> {
+        validate_capsule(v)
+            .map(|_| vec![])
+            .unwrap_or_else(|e| codes(&e))
+    }
+
+    #[test]
+    fn spec_example_passes() {
+        let c = check(EXAMPLE).unwrap();
+        assert_eq!(c.policy.memory_budget.max_rehydrate_tokens, 900);
+        assert_eq!(
+            c.objectives.as_ref().unwrap()[0].status,
+            ObjectiveStatus::InProgress
+        );
+        assert_eq!(c.constraints.as_ref().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn minimal_capsule_passes() {
+        let min = r#"{"schema_version":"self_capsule_v0","agent_id":"00000000000000000000000000000000000000000000000000000000000000ff",
+          "policy":{"policy_version":"v0","rehydrate_mode":"strict","deny_external_instructions":true,
+          "deny_tool_instructions_in_text":true,"memory_budget":{"max_rehydrate_tokens":256,"max_objectives":0}}}"#;
+        assert!(check(min).is_ok());
+    }
+
+    #[test]
+    fn every_problem_is_reported_once_in_stable_order() {
+        let v = with(|v| {
+            set(v, &["schema_version"], "self_capsule_v1".into());
+            set(v, &["self_motto"], Json::String("x".repeat(161)));
+            set(v, &["extra"], Json::Null);
+            set(v, &["objectives", "0", "status"], "doing".into());
+            set(
+                v,
+                &["objectives", "0", "title"],
+                Json::String("t".repeat(121)),
+            );
+            set(
+                v,
+                &["policy", "memory_budget", "max_objectives"],
+                Json::Number(9.0),
+            );
+            set(v, &["constraints", "0", "id"], "NO SHELL".into());
+            set(v, &["constraints", "1", "id"], "NO SHELL".into());
+        });
+        assert_eq!(
+            codes_of(&v),
+            [
+                R::UnknownField,
+                R::SchemaVersion,
+                R::MaxObjectives,
+                R::ConstraintId,
+                R::ObjectiveStatus,
+                R::ObjectiveTitle,
+                R::SelfMotto
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_fields_at_every_level() {
+        for p in [
+            &["policy", "x"][..],
+            &["policy", "memory_budget", "x"],
+            &["constraints", "0", "x"],
+            &["objectives", "0", "x"],
+            &["capabilities", "x"],
+            &["pointers", "x"],
+            &["pointers", "receipts", "0", "x"],
+        ] {
+            let v = with(|v| set(v, p, Json::Bool(true)));
+            assert_eq!(codes_of(&v), [R::UnknownField], "{p:?}");
+        }
+        let v = with(|v| set(v, &["watch"], parse_str(r#"{"tags":["a"],"x":1}"#).unwrap()));
+        assert_eq!(codes_of(&v), [R::UnknownField]);
+    }
+
+    #[test]
+    fn lengths_count_scalar_values_not_bytes() {
+        // 160 four-byte characters: 640 bytes, but 160 scalar values.
+        let ok = with(|v| set(v, &["self_motto"], Json::String("😀".repeat(160))));
+        assert!(validate_capsule(&ok).is_ok());
+        let long = with(|v| set(v, &["self_motto"], Json::String("é".repeat(161))));
+        assert_eq!(codes_of(&long), [R::SelfMotto]);
+    }
+
+    #[test]
+    fn policy_rules() {
+        let cases: Vec<(&[&str], Json, R)> = vec![
+            (
+                &["policy", "policy_version"],
+                Json::String("v".repeat(17)),
+                R::PolicyVersion,
+            ),
+            (
+                &["policy", "policy_version"],
+                Json::from(""),
+                R::PolicyVersion,
+            ),
+            (
+                &["policy", "rehydrate_mode"],
+                "lenient".into(),
+                R::RehydrateMode,
+            ),
+            (
+                &["policy", "deny_external_instructions"],
+                false.into(),
+                R::Policy,
+            ),
+            (
+                &["policy", "deny_tool_instructions_in_text"],
+                Json::from("true"),
+                R::Policy,
+            ),
+            (
+                &["policy", "memory_budget"],
+                Json::Array(vec![]),
+                R::MemoryBudget,
+            ),
+            (
+                &["policy", "memory_budget", "max_rehydrate_tokens"],
+                Json::Number(255.0),
+                R::MaxRehydrateTokens,
+            ),
+            (
+                &["policy", "memory_budget", "max_rehydrate_tokens"],
+                Json::Number(1501.0),
+                R::MaxRehydrateTokens,
+            ),
+            (
+                &["policy", "memory_budget", "max_rehydrate_tokens"],
+                Json::Number(300.5),
+                R::MaxRehydrateTokens,
+            ),
+            (
+                &["policy", "memory_budget", "max_objectives"],
+                Json::Number(-1.0),
+                R::MaxObjectives,
+            ),
+            (&["policy"], Json::Null, R::Policy),
+        ];
+        for (p, val, want) in cases {
+            let v = with(|v| set(v, p, val.clone()));
+            assert_eq!(codes_of(&v), [want], "{p:?} = {val:?}");
+        }
+        // Integral floats are integers in JSON.
+        let v = with(|v| {
+            set(
+                v,
+                &["policy", "memory_budget", "max_rehydrate_tokens"],
+                Json::Number(256.0),
+            )
+        });
+        assert!(validate_capsule(&v).is_ok());
+    }
+
+    #[test]
+    fn item_rules() {
+        let cases: Vec<(&[&str], Json, R)> = vec![
+            (&["constraints"], Json::from("x"), R::Constraints),
+            (&["constraints", "0"], Json::from("x"), R::Constraints),
+            (
+                &["constraints", "0", "id"],
+                Json::String("a".repeat(25)),
+                R::ConstraintId,
+            ),
+            (
+                &["constraints", "0", "type"],
+                "no_fun".into(),
+                R::ConstraintType,
+            ),
+            (
+                &["constraints", "0", "value"],
+                Json::Number(1.0),
+                R::ConstraintValue,
+            ),
+            (
+                &["constraints", "2", "value"],
+                parse_str(r#"["ok", 5]"#).unwrap(),
+                R::ConstraintValue,
+            ),
+            (
+                &["constraints", "2", "value"],
+                Json::Array(vec![Json::String("x".repeat(49))]),
+                R::ConstraintValue,
+            ),
+            (&["objectives", "0", "id"], "Bad".into(), R::ObjectiveId),
+            (
+                &["objectives", "0", "priority"],
+                "urgent".into(),
+                R::ObjectivePriority,
+            ),
+            (&["objectives", "0", "title"], Json::Null, R::ObjectiveTitle),
+            (
+                &["objectives", "0", "checkpoint"],
+                Json::String("c".repeat(201)),
+                R::ObjectiveCheckpoint,
+            ),
+            (&["capabilities"], Json::Array(vec![]), R::Capabilities),
+            (
+                &["capabilities", "tool_allowlist"],
+                parse_str(r#"["Web.Read"]"#).unwrap(),
+                R::ToolAllowlist,
+            ),
+            (
+                &["capabilities", "feature_flags"],
+                parse_str(r#"["a.b"]"#).unwrap(),
+                R::FeatureFlags,
+            ),
+            (&["pointers"], Json::Null, R::Pointers),
+            (&["pointers", "receipts"], Json::from("r"), R::Receipts),
+            (
+                &["pointers", "receipts", "0", "name"],
+                Json::String("n".repeat(33)),
+                R::ReceiptName,
+            ),
+            (
+                &["pointers", "receipts", "0", "content_hash"],
+                Json::from("sha256:AA"),
+                R::ReceiptContentHash,
+            ),
+            (
+                &["pointers", "receipts", "0", "evidence_url"],
+                Json::String("h".repeat(201)),
+                R::ReceiptEvidenceUrl,
+            ),
+            (&["watch"], Json::from("all"), R::Watch),
+            (
+                &["watch"],
+                parse_str(r#"{"tags":["t","x"],"stacks":[""]}"#).unwrap(),
+                R::WatchStacks,
+            ),
+            (
+                &["watch"],
+                parse_str(r#"{"sources":["a"]}"#).unwrap(),
+                R::WatchSources,
+            ),
+            (
+                &["watch"],
+                parse_str(r#"{"tags":["0123456789012345678901234"]}"#).unwrap(),
+                R::WatchTags,
+            ),
+            (&["agent_id"], Json::from("ABC"), R::AgentId),
+        ];
+        for (p, val, want) in cases {
+            let v = with(|v| set(v, p, val.clone()));
+            assert_eq!(codes_of(&v), [want], "{p:?} = {val:?}");
+        }
+    }
+
+    #[test]
+    fn array_caps() {
+        let many =
+            |n: usize, item: &str| parse_str(&format!("[{}]", vec![item; n].join(","))).unwrap();
+        let v = with(|v| set(v, &["capabilities", "tool_allowlist"], many(21, r#""t""#)));
+        assert_eq!(codes_of(&v), [R::ToolAllowlist]);
+        let v = with(|v| {
+            set(
+                v,
+                &["watch"],
+                Json::Object(vec![("tags".into(), many(11, r#""t""#))]),
+            )
+        });
+        assert_eq!(codes_of(&v), [R::WatchTags]);
+        let v = with(|v| {
+            let objs: Vec<String> = (0..9)
+                .map(|i| format!(r#"{{"id":"o{i}","status":"open","title":"t"}}"#))
+                .collect();
+            set(
+                v,
+                &["objectives"],
+                parse_str(&format!("[{}]", objs.join(","))).unwrap(),
+            );
+        });
+        assert_eq!(codes_of(&v), [R::Objectives]);
+    }
+
+    #[test]
+    fn duplicate_ids_are_rejected() {
+        let v = with(|v| {
+            set(v, &["objectives"], parse_str(
+            r#"[{"id":"a","status":"open","title":"t"},{"id":"a","status":"done","title":"u"}]"#).unwrap())
+        });
+        assert_eq!(codes_of(&v), [R::ObjectiveId]);
+    }
+
+    #[test]
+    fn non_object_capsule() {
+        assert_eq!(check("[]").unwrap_err(), [R::InvalidCapsule]);
+        assert_eq!(
+            check("{}").unwrap_err(),
+            [R::AgentId, R::SchemaVersion, R::Policy]
+        );
+    }
+}

@@ -1,0 +1,515 @@
+//! The write decision, start to finish, as pure functions over the agent's
+//! stored state. The order of the checks is part of the contract:
+//!
+//! body cap -> JSON -> envelope shape -> signature -> cooldown -> seq ->
+//! schema -> safety -> size -> per-agent quota
+//!
+//! (The per-IP new-agent quota needs another Durable Object, so the caller
+//! checks it between `check` and `commit` when [`Candidate::is_new_agent`].)
+//! Nothing before the signature check looks at stored state, so an
+//! unauthenticated request learns nothing about the agent.
+
+use crate::core::crypto::{is_lower_hex, write_digest, AgentId, PublicKey, SIGNATURE_ALG};
+use crate::core::jcs;
+use crate::core::json::{self, path, Json, JsonError};
+use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
+use crate::core::quota::{Cooldown, Window};
+use crate::core::reason::{self, ReasonCode as R};
+use crate::core::record::{capsule_url, head_url, Record, RecordWrites, WritesView};
+use crate::core::safety::{self, Finding};
+use crate::core::time::{rfc3339, secs_until};
+use crate::core::validate::{self, Violation};
+use serde::{Deserialize, Serialize};
+
+const ENVELOPE_FIELDS: &[&str] = &[
+    "agent_id",
+    "public_key",
+    "seq",
+    "signature_alg",
+    "signature",
+    "capsule",
+];
+
+/// Everything the agent's Durable Object persists about it (one value).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    pub tier: Tier,
+    /// The last accepted write; `None` until the first one.
+    pub published: Option<Published>,
+    /// Accepted writes in the rolling window.
+    pub writes: Window,
+    pub cooldown: Cooldown,
+    /// Accepted writes ever (history counts from this).
+    pub total_writes: u64,
+}
+
+/// The last accepted write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Published {
+    pub seq: u64,
+    pub cursor: String,
+    pub prev_cursor: Option<String>,
+    pub changed: bool,
+    pub capsule: Json,
+    pub updated_at_ms: u64,
+}
+
+/// A write that passed every check `check` can make.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub agent_id: AgentId,
+    pub seq: u64,
+    pub capsule: Json,
+    /// JCS bytes of the capsule (its size is what the tier caps).
+    pub canonical: String,
+    pub cursor: String,
+    pub public_key: PublicKey,
+    /// The agent's signature, lowercase hex, exactly as sent.
+    pub signature: String,
+    pub digest: [u8; 32],
+    pub body_bytes: usize,
+    is_new_agent: bool,
+}
+
+impl Candidate {
+    /// This write would create the agent (so it needs a per-IP new-agent slot).
+    pub fn is_new_agent(&self) -> bool {
+        self.is_new_agent
+    }
+}
+
+/// A `findings` entry: a schema violation or a safety finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum FindingOut {
+    Schema(Violation),
+    Safety(Finding),
+}
+
+/// A refused write: the response body, plus what the caller needs to log it
+/// and to count it toward the cooldown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejection {
+    accepted: bool,
+    pub reason_codes: Vec<R>,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_sec: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_write_at: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<FindingOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_bytes: Option<usize>,
+    /// The envelope's seq, when it got that far (for logs only).
+    #[serde(skip)]
+    pub seq: Option<u64>,
+    /// Set when the request was authenticated and the reject counts toward
+    /// the cooldown: the signed digest, hex.
+    #[serde(skip)]
+    counts_toward_cooldown: Option<String>,
+}
+
+impl Rejection {
+    fn new(mut codes: Vec<R>, detail: impl Into<String>) -> Rejection {
+        reason::normalize(&mut codes);
+        Rejection {
+            accepted: false,
+            reason_codes: codes,
+            detail: detail.into(),
+            retry_after_sec: None,
+            next_write_at: None,
+            findings: Vec::new(),
+            max_bytes: None,
+            observed_bytes: None,
+            seq: None,
+            counts_toward_cooldown: None,
+        }
+    }
+    fn one(code: R, detail: impl Into<String>) -> Rejection {
+        Rejection::new(vec![code], detail)
+    }
+    fn wait_until(mut self, now_ms: u64, until_ms: u64) -> Rejection {
+        self.retry_after_sec = Some(secs_until(now_ms, until_ms).max(1));
+        self.next_write_at = Some(rfc3339(until_ms));
+        self
+    }
+    fn authenticated(mut self, c: &Signed) -> Rejection {
+        self.seq = Some(c.seq);
+        if !self.reason_codes.contains(&R::ReplaySeq) {
+            self.counts_toward_cooldown = Some(hex::encode(c.digest));
+        }
+        self
+    }
+    /// The HTTP status: that of the first code in reporting order.
+    pub fn status(&self) -> u16 {
+        self.reason_codes.first().map_or(400, |c| c.http_status())
+    }
+    /// The per-IP new-agent quota refusal (decided by the caller).
+    pub fn new_agent_ip_quota(c: &Candidate, now_ms: u64, reset_at_ms: u64) -> Rejection {
+        let mut r = Rejection::one(
+            R::NewAgentIpQuotaExceeded,
+            "this client address created too many new agents in the last 24 hours",
+        )
+        .wait_until(now_ms, reset_at_ms);
+        r.seq = Some(c.seq);
+        r.counts_toward_cooldown = Some(hex::encode(c.digest));
+        r
+    }
+}
+
+/// The parsed envelope after the signature checked out.
+struct Signed {
+    seq: u64,
+    capsule: Json,
+    public_key: PublicKey,
+    signature: String,
+    digest: [u8; 32],
+}
+
+/// Decides everything about a PUT that does not need another object's state.
+pub fn check(
+    state: &AgentState,
+    body: &[u8],
+    path_agent: &AgentId,
+    now_ms: u64,
+    tiers: &TierTable,
+) -> Result<Candidate, Rejection> {
+    if body.len() > MAX_BODY_BYTES {
+        let mut r = Rejection::one(
+            R::PayloadTooLarge,
+            format!(
+                "request body is {} bytes; the cap is {MAX_BODY_BYTES}",
+                body.len()
+            ),
+        );
+        r.max_bytes = Some(MAX_BODY_BYTES);
+        r.observed_bytes = Some(body.len());
+        return Err(r);
+    }
+    let envelope = json::parse(body).map_err(|e| {
+        let what = match e {
+            JsonError::DuplicateKey(_) => "duplicate object key".to_string(),
+            other => other.to_string(),
+        };
+        Rejection::one(
+            R::InvalidJson,
+            format!("body is not acceptable JSON: {what}"),
+        )
+    })?;
+    let signed = authenticate(&envelope, path_agent)?;
+
+    // Authenticated from here on: stored state may be consulted and revealed.
+    if let Some(until) = state.cooldown.active_until(now_ms) {
+        return Err(Rejection::one(
+            R::CooldownActive,
+            format!(
+                "{} consecutive rejected writes; cooling down",
+                state.cooldown.consecutive_rejects
+            ),
+        )
+        .wait_until(now_ms, until)
+        .authenticated(&signed));
+    }
+    if let Some(p) = &state.published {
+        if signed.seq <= p.seq {
+            return Err(Rejection::one(
+                R::ReplaySeq,
+                format!(
+                    "seq {} is not greater than the stored seq {}",
+                    signed.seq, p.seq
+                ),
+            )
+            .authenticated(&signed));
+        }
+    }
+    if let Err(violations) = validate::validate_capsule(&signed.capsule) {
+        let mut r = Rejection::new(
+            validate::codes(&violations),
+            format!(
+                "capsule fails the self_capsule_v0 schema ({} problems)",
+                violations.len()
+            ),
+        );
+        r.findings = violations.into_iter().map(FindingOut::Schema).collect();
+        return Err(r.authenticated(&signed));
+    }
+    let findings = safety::scan(&signed.capsule);
+    if !findings.is_empty() {
+        let mut r = Rejection::one(
+            R::UnsafeContent,
+            format!("safety scanner flagged {} string(s)", findings.len()),
+        );
+        r.findings = findings.into_iter().map(FindingOut::Safety).collect();
+        return Err(r.authenticated(&signed));
+    }
+    let limits = tiers.get(state.tier);
+    let canonical = jcs::canonicalize(&signed.capsule);
+    if canonical.len() > limits.max_capsule_bytes {
+        let mut r = Rejection::one(
+            R::CapsuleTooLarge,
+            format!(
+                "canonical capsule is {} bytes; the {} tier allows {}",
+                canonical.len(),
+                state.tier.as_str(),
+                limits.max_capsule_bytes
+            ),
+        );
+        r.max_bytes = Some(limits.max_capsule_bytes);
+        r.observed_bytes = Some(canonical.len());
+        return Err(r.authenticated(&signed));
+    }
+    let usage = state.writes.usage(now_ms, limits.writes_per_24h);
+    if usage.exhausted() {
+        let reset = usage.reset_at_ms.unwrap_or(now_ms);
+        return Err(Rejection::one(
+            R::WriteQuotaExceeded,
+            format!(
+                "{} of {} writes used in the last 24 hours",
+                usage.used, usage.limit
+            ),
+        )
+        .wait_until(now_ms, reset)
+        .authenticated(&signed));
+    }
+    Ok(Candidate {
+        agent_id: path_agent.clone(),
+        seq: signed.seq,
+        cursor: jcs::cursor_of_canonical(canonical.as_bytes()),
+        canonical,
+        capsule: signed.capsule,
+        public_key: signed.public_key,
+        signature: signed.signature,
+        digest: signed.digest,
+        body_bytes: body.len(),
+        is_new_agent: state.published.is_none(),
+    })
+}
+
+/// Envelope shape, then signature. Looks at nothing stored.
+fn authenticate(envelope: &Json, path_agent: &AgentId) -> Result<Signed, Rejection> {
+    let Some(entries) = envelope.as_object() else {
+        return Err(Rejection::one(
+            R::InvalidJson,
+            "body must be a JSON object (the signed envelope)",
+        ));
+    };
+    let mut shape: Vec<Violation> = Vec::new();
+    let mut flag = |code, at: String, message: &str| {
+        shape.push(Violation {
+            code,
+            path: at,
+            message: message.to_owned(),
+        })
+    };
+    for (k, _) in entries {
+        if !ENVELOPE_FIELDS.contains(&k.as_str()) {
+            flag(R::UnknownField, path::key("$", k), "not an envelope field");
+        }
+    }
+    let seq = envelope.get("seq").and_then(Json::as_safe_u64);
+    if seq.is_none() {
+        flag(
+            R::BadSeq,
+            "$.seq".into(),
+            "required integer in 0..=9007199254740991",
+        );
+    }
+    let capsule = envelope.get("capsule").filter(|c| c.as_object().is_some());
+    if capsule.is_none() {
+        flag(R::InvalidCapsule, "$.capsule".into(), "required, an object");
+    }
+    match envelope.get("agent_id") {
+        Some(Json::String(s)) if s == path_agent.as_str() => {}
+        None => {}
+        Some(_) => flag(
+            R::AgentId,
+            "$.agent_id".into(),
+            "must equal the agent id in the path",
+        ),
+    }
+    if let Some(Json::String(s)) = capsule.and_then(|c| c.get("agent_id")) {
+        if s != path_agent.as_str() {
+            flag(
+                R::AgentId,
+                "$.capsule.agent_id".into(),
+                "must equal the agent id in the path",
+            );
+        }
+    }
+    let (Some(seq), Some(capsule), true) = (seq, capsule, shape.is_empty()) else {
+        let mut r = Rejection::new(
+            validate::codes(&shape),
+            format!("envelope is malformed ({} problems)", shape.len()),
+        );
+        r.findings = shape.into_iter().map(FindingOut::Schema).collect();
+        return Err(r);
+    };
+
+    let bad = |why: &str| Rejection::one(R::BadSignature, why.to_owned());
+    match envelope.get("signature_alg") {
+        None => {}
+        Some(Json::String(s)) if s == SIGNATURE_ALG => {}
+        Some(_) => return Err(bad("signature_alg must be \"ed25519\" or absent")),
+    }
+    let public_key = envelope
+        .get("public_key")
+        .and_then(Json::as_str)
+        .ok_or_else(|| bad("public_key is required (64 lowercase hex characters)"))
+        .and_then(|s| PublicKey::from_hex(s).map_err(|e| bad(&e.to_string())))?;
+    if &public_key.agent_id() != path_agent {
+        return Err(bad(
+            "sha256(public_key) does not equal the agent id in the path",
+        ));
+    }
+    let signature = envelope
+        .get("signature")
+        .and_then(Json::as_str)
+        .filter(|s| is_lower_hex(s, 128))
+        .ok_or_else(|| bad("signature is required (128 lowercase hex characters)"))?;
+    let mut sig = [0u8; 64];
+    hex::decode_to_slice(signature, &mut sig).map_err(|_| bad("signature is not hex"))?;
+    let digest = write_digest(path_agent, seq, capsule);
+    if !public_key.verify(&digest, &sig) {
+        return Err(bad(
+            "signature does not verify over sha256(JCS({agent_id, seq, capsule}))",
+        ));
+    }
+    Ok(Signed {
+        seq,
+        capsule: capsule.clone(),
+        public_key,
+        signature: signature.to_owned(),
+        digest,
+    })
+}
+
+/// The body of an accepted PUT.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AcceptedBody {
+    pub accepted: bool,
+    pub agent_id: String,
+    pub seq: u64,
+    pub cursor: String,
+    pub prev_cursor: Option<String>,
+    pub changed: bool,
+    pub generated_at: String,
+    pub ttl_sec: u64,
+    pub capsule_url: String,
+    pub head_url: String,
+    pub writes: WritesView,
+}
+
+impl AgentState {
+    /// Applies an accepted write. Returns the record to mirror into KV and
+    /// the response body. Infallible: everything was checked by `check`.
+    pub fn commit(
+        &mut self,
+        c: Candidate,
+        now_ms: u64,
+        tiers: &TierTable,
+    ) -> (Record, AcceptedBody) {
+        let prev_cursor = self.published.as_ref().map(|p| p.cursor.clone());
+        let changed = prev_cursor.as_deref() != Some(c.cursor.as_str());
+        self.writes.record(now_ms);
+        self.cooldown.reset();
+        self.total_writes += 1;
+        self.published = Some(Published {
+            seq: c.seq,
+            cursor: c.cursor.clone(),
+            prev_cursor: prev_cursor.clone(),
+            changed,
+            capsule: c.capsule,
+            updated_at_ms: now_ms,
+        });
+        let record = self.record(&c.agent_id, tiers).expect("just published");
+        let body = AcceptedBody {
+            accepted: true,
+            agent_id: c.agent_id.to_string(),
+            seq: c.seq,
+            cursor: c.cursor,
+            prev_cursor,
+            changed,
+            generated_at: rfc3339(now_ms),
+            ttl_sec: HEAD_TTL_SEC,
+            capsule_url: capsule_url(c.agent_id.as_str()),
+            head_url: head_url(c.agent_id.as_str()),
+            writes: record.writes_view(now_ms),
+        };
+        (record, body)
+    }
+
+    /// Counts a rejection toward the cooldown when it should; returns whether
+    /// the state changed (so the caller knows to persist it).
+    pub fn note_rejection(&mut self, r: &Rejection, now_ms: u64) -> bool {
+        match &r.counts_toward_cooldown {
+            Some(digest) => self.cooldown.note_reject(digest, now_ms),
+            None => false,
+        }
+    }
+
+    /// The KV mirror of the current published state.
+    pub fn record(&self, agent_id: &AgentId, tiers: &TierTable) -> Option<Record> {
+        let p = self.published.as_ref()?;
+        Some(Record {
+            agent_id: agent_id.to_string(),
+            capsule: p.capsule.clone(),
+            cursor: p.cursor.clone(),
+            prev_cursor: p.prev_cursor.clone(),
+            changed: p.changed,
+            seq: p.seq,
+            updated_at: rfc3339(p.updated_at_ms),
+            writes: RecordWrites {
+                tier: self.tier,
+                limit_24h: tiers.get(self.tier).writes_per_24h,
+                window: self.writes.clone(),
+            },
+        })
+    }
+}
+
+/// One structured log line per write decision. Never contains capsule text,
+/// signatures or matched secrets.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionLog<'a> {
+    pub event: &'static str,
+    pub agent_id: &'a str,
+    pub seq: Option<u64>,
+    pub outcome: &'static str,
+    pub status: u16,
+    pub reason_codes: &'a [R],
+    pub bytes: usize,
+}
+
+impl<'a> DecisionLog<'a> {
+    pub fn accepted(agent_id: &'a str, c: &Candidate) -> DecisionLog<'a> {
+        DecisionLog {
+            event: "write",
+            agent_id,
+            seq: Some(c.seq),
+            outcome: "accepted",
+            status: 200,
+            reason_codes: &[],
+            bytes: c.body_bytes,
+        }
+    }
+    pub fn rejected(agent_id: &'a str, r: &'a Rejection, bytes: usize) -> DecisionLog<'a> {
+        DecisionLog {
+            event: "write",
+            agent_id,
+            seq: r.seq,
+            outcome: "rejected",
+            status: r.status(),
+            reason_codes: &r.reason_codes,
+            bytes,
+        }
+    }
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,12 @@
+//! Self Capsule v0: restart-safe "self" state for autonomous agents.
+//!
+//! - [`core`]: the pure protocol core (parse, canonicalise, validate, scan,
+//!   verify, render, quota and history logic). No I/O, no worker types; built
+//!   natively for tests, benches and the `selfcap` CLI, and into the Worker.
+//! - `worker` (wasm32 only): HTTP routing, KV reads and the per-agent Durable
+//!   Object write path.
+
+pub mod core;
+
+#[cfg(target_arch = "wasm32")]
+mod worker;
