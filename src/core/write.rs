@@ -106,6 +106,9 @@ pub struct Rejection {
     /// The envelope's seq, when it got that far (for logs only).
     #[serde(skip)]
     pub seq: Option<u64>,
+    /// Whether the signature had verified when the write was refused.
+    #[serde(skip)]
+    authenticated: bool,
     /// Set when the request was authenticated and the reject counts toward
     /// the cooldown: the signed digest, hex.
     #[serde(skip)]
@@ -125,6 +128,7 @@ impl Rejection {
             max_bytes: None,
             observed_bytes: None,
             seq: None,
+            authenticated: false,
             counts_toward_cooldown: None,
         }
     }
@@ -138,6 +142,7 @@ impl Rejection {
     }
     fn authenticated(mut self, c: &Signed) -> Rejection {
         self.seq = Some(c.seq);
+        self.authenticated = true;
         if !self.reason_codes.contains(&R::ReplaySeq) {
             self.counts_toward_cooldown = Some(hex::encode(c.digest));
         }
@@ -155,8 +160,25 @@ impl Rejection {
         )
         .wait_until(now_ms, reset_at_ms);
         r.seq = Some(c.seq);
+        r.authenticated = true;
         r.counts_toward_cooldown = Some(hex::encode(c.digest));
         r
+    }
+    /// The body-cap refusal (also used by the Worker, which stops reading a
+    /// body at the cap and so never holds more than `MAX_BODY_BYTES + 1`).
+    pub fn payload_too_large(observed_bytes: usize) -> Rejection {
+        let mut r = Rejection::one(
+            R::PayloadTooLarge,
+            format!("request body is {observed_bytes} bytes or more; the cap is {MAX_BODY_BYTES}"),
+        );
+        r.max_bytes = Some(MAX_BODY_BYTES);
+        r.observed_bytes = Some(observed_bytes);
+        r
+    }
+    /// Whether the request's signature had verified (so stored state was
+    /// consulted). Unauthenticated rejections never depend on stored state.
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticated
     }
 }
 
@@ -167,6 +189,30 @@ struct Signed {
     public_key: PublicKey,
     signature: String,
     digest: [u8; 32],
+}
+
+/// Steps 1-4 only (body cap, JSON, envelope shape, signature): everything
+/// that needs no stored state. The Worker runs this before waking the agent's
+/// Durable Object, so unauthenticated garbage never reaches it.
+pub fn precheck(body: &[u8], path_agent: &AgentId) -> Result<(), Rejection> {
+    authenticate_body(body, path_agent).map(|_| ())
+}
+
+fn authenticate_body(body: &[u8], path_agent: &AgentId) -> Result<Signed, Rejection> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Rejection::payload_too_large(body.len()));
+    }
+    let envelope = json::parse(body).map_err(|e| {
+        let what = match e {
+            JsonError::DuplicateKey(_) => "duplicate object key".to_string(),
+            other => other.to_string(),
+        };
+        Rejection::one(
+            R::InvalidJson,
+            format!("body is not acceptable JSON: {what}"),
+        )
+    })?;
+    authenticate(&envelope, path_agent)
 }
 
 /// Decides everything about a PUT that does not need another object's state.

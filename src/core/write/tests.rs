@@ -6,6 +6,8 @@ const EXAMPLE: &str = include_str!("../../../tests/vectors/spec_example_capsule.
 const T0: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
 const HOUR: u64 = 3_600_000;
 
+type Entries = Vec<(String, Json)>;
+
 fn key(n: u8) -> AgentKey {
     AgentKey::from_seed(&[n; 32])
 }
@@ -110,7 +112,7 @@ fn malformed_json_is_invalid_json() {
 fn envelope_shape_codes() {
     let k = key(1);
     let cap = capsule_for(&k);
-    let mk = |edit: &dyn Fn(&mut Vec<(String, Json)>)| {
+    let mk = |edit: &dyn Fn(&mut Entries)| {
         let mut env = k.sign_envelope(1, &cap);
         if let Json::Object(e) = &mut env {
             edit(e);
@@ -284,7 +286,7 @@ fn replay_and_out_of_order_seq() {
 #[test]
 fn schema_then_safety_then_size() {
     let k = key(1);
-    let with = |f: &dyn Fn(&mut Vec<(String, Json)>)| {
+    let with = |f: &dyn Fn(&mut Entries)| {
         let mut c = capsule_for(&k);
         if let Json::Object(e) = &mut c {
             f(e);

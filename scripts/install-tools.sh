@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the build and test toolchain if (and only if) something is missing:
+# the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
+# match Cargo.lock), and the npm dev dependencies (wrangler, miniflare,
+# wasm-opt from binaryen, esbuild).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WORKER_BUILD_VERSION=0.8.7
+# Must equal the wasm-bindgen version in Cargo.lock, or the generated JS glue
+# will not match the compiled wasm.
+WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)
+WASM_BINDGEN_VERSION=${WASM_BINDGEN_VERSION:-0.2.130}
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  rustup target add wasm32-unknown-unknown
+fi
+
+if [[ "$(worker-build --version 2>/dev/null || true)" != *"$WORKER_BUILD_VERSION"* ]]; then
+  cargo install worker-build --version "$WORKER_BUILD_VERSION"
+fi
+
+if [[ "$(wasm-bindgen --version 2>/dev/null || true)" != *"$WASM_BINDGEN_VERSION"* ]]; then
+  # No --locked: the crate's own lockfile pins deps that no longer build on
+  # current Rust.
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+# npm ci only when node_modules is missing or older than the lockfile.
+if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  npm ci --no-audit --no-fund
+fi

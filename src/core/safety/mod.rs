@@ -1,0 +1,82 @@
+//! Deterministic safety scanner (secrets, prompt/tool injection, URLs).
+//!
+//! Every object key and string value of a capsule is normalised
+//! (`normalize`) and matched against a fixed rule table (`rules`) with
+//! linear-time regexes (`engine`). A few field positions relax some rules
+//! (`walk`): the receipt `evidence_url`, `allowed_domains` values and tool
+//! ids. Findings name the class, the rule and the JSON path, never the
+//! matched text (echoing a secret back in an error would leak it again).
+
+mod credential;
+mod engine;
+mod normalize;
+mod rules;
+mod walk;
+
+#[cfg(test)]
+mod tests;
+
+use crate::core::json::Json;
+use serde::Serialize;
+
+/// What kind of unsafe content a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingClass {
+    Secret,
+    Injection,
+    Url,
+}
+
+/// One flagged string. Never carries the matched text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub class: FindingClass,
+    /// Which rule fired, e.g. "aws_access_key_id" (a fixed name, not input).
+    pub rule: &'static str,
+    /// JSON path of the string (key or value), e.g. `$.objectives[0].title`.
+    pub path: String,
+}
+
+/// Scans every key and string value of a capsule. The result is sorted by
+/// path, then class, then rule, with no duplicate (path, class, rule).
+pub fn scan(capsule: &Json) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    walk::strings(capsule, |text, context, path| {
+        let views = normalize::views(text);
+        let mut hits: Vec<&'static rules::Rule> = Vec::new();
+        engine::for_each_hit(&views, |rule| {
+            if !context.allows(rule) && !hits.iter().any(|h| h.name == rule.name) {
+                hits.push(rule);
+            }
+        });
+        if hits.is_empty() {
+            return;
+        }
+        let at = path();
+        let full_url = hits.iter().any(|h| h.name == rules::SCHEME_URL);
+        for rule in hits {
+            // A full `scheme://host/...` URL also looks like a bare host with a
+            // path; report it once.
+            if full_url && rules::HOST_ONLY.contains(&rule.name) {
+                continue;
+            }
+            findings.push(Finding {
+                class: rule.class,
+                rule: rule.name,
+                path: at.clone(),
+            });
+        }
+    });
+    findings.sort_by(|a, b| {
+        (a.path.as_str(), a.class, a.rule).cmp(&(b.path.as_str(), b.class, b.rule))
+    });
+    findings.dedup();
+    findings
+}
+
+/// Compiles the rule automata now instead of on the first scan (optional;
+/// lets a Worker pay the one-off cost outside a request's critical path).
+pub fn warm_up() {
+    engine::warm_up();
+}

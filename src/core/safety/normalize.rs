@@ -1,0 +1,221 @@
+//! Text normalisation before matching.
+//!
+//! Attackers dodge literal patterns with invisible characters ("ig\u{200B}nore"),
+//! compatibility forms (fullwidth "ｉｇｎｏｒｅ", math bold letters), lookalike
+//! Cyrillic/Greek letters, odd whitespace and letter spacing. Every string is
+//! therefore turned into three ASCII-oriented *views* that the rules match
+//! against; the rules themselves stay small ASCII patterns.
+//!
+//! - `raw`: invisible/format and control characters removed, NFKC applied,
+//!   common confusables folded to ASCII, whitespace runs collapsed to one space
+//!   (or one newline if the run held a line break, so line-start rules still
+//!   work). Case is kept: credential formats are case-sensitive.
+//! - `lower`: `raw` with ASCII letters lower-cased (after NFKC and folding all
+//!   letters that matter are ASCII), for the case-insensitive rule families.
+//! - `squeezed`: `lower` with common digit/symbol substitutions undone
+//!   ("1gn0re" -> "ignore") and everything but `a-z` dropped, so letter-spaced
+//!   or punctuated phrases ("i g n o r e", "ig-nore") become contiguous.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// The three forms of one string that the rules run on.
+pub(super) struct Views {
+    pub raw: String,
+    pub lower: String,
+    pub squeezed: String,
+}
+
+pub(super) fn views(text: &str) -> Views {
+    let raw = fold(text);
+    let lower = raw.to_ascii_lowercase();
+    let squeezed = squeeze(&lower);
+    Views {
+        raw,
+        lower,
+        squeezed,
+    }
+}
+
+/// Characters that render as nothing (Unicode Cf plus a few invisible
+/// non-Cf code points used for smuggling) and control characters that are not
+/// whitespace. They are dropped, never replaced by a space, so a token split by
+/// them is rejoined.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}' // combining grapheme joiner
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}' // Hangul fillers
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}' // variation selectors
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}' // tag characters
+            | '\u{E0100}'..='\u{E01EF}'
+    ) || (c.is_control() && !c.is_whitespace())
+}
+
+/// Lookalike letters NFKC leaves alone (Cyrillic, Greek, dotless i) mapped to
+/// the ASCII letter they imitate, plus typographic quotes. Deliberately small:
+/// only characters that are visually identical to what the rules look for.
+fn confusable(c: char) -> char {
+    match c {
+        'а' | 'α' => 'a',
+        'в' => 'b',
+        'с' | 'ϲ' => 'c',
+        'ԁ' => 'd',
+        'е' | 'ε' => 'e',
+        'һ' => 'h',
+        'і' | 'ї' | 'ı' | 'ι' => 'i',
+        'ј' => 'j',
+        'κ' => 'k',
+        'ӏ' => 'l',
+        'ո' => 'n',
+        'о' | 'ο' | 'օ' => 'o',
+        'р' | 'ρ' => 'p',
+        'ԛ' => 'q',
+        'ѕ' => 's',
+        'υ' => 'u',
+        'ν' => 'v',
+        'ԝ' => 'w',
+        'х' | 'χ' => 'x',
+        'у' => 'y',
+        'А' | 'Α' => 'A',
+        'В' | 'Β' => 'B',
+        'С' | 'Ϲ' => 'C',
+        'Е' | 'Ε' => 'E',
+        'Н' | 'Η' => 'H',
+        'І' | 'Ι' | 'İ' => 'I',
+        'Ј' => 'J',
+        'К' | 'Κ' => 'K',
+        'М' | 'Μ' => 'M',
+        'Ν' => 'N',
+        'О' | 'Ο' => 'O',
+        'Р' | 'Ρ' => 'P',
+        'Ѕ' => 'S',
+        'Т' | 'Τ' => 'T',
+        'Х' | 'Χ' => 'X',
+        'У' | 'Υ' => 'Y',
+        'Ζ' => 'Z',
+        // Typographic quotes, so "don’t" and “tool”: read like their ASCII forms.
+        '‘' | '’' | 'ʼ' | '′' => '\'',
+        '“' | '”' | '″' => '"',
+        other => other,
+    }
+}
+
+/// Builds the `raw` view (see module docs).
+fn fold(text: &str) -> String {
+    let mut out = Collapser {
+        out: String::with_capacity(text.len()),
+        pending: None,
+    };
+    if text.is_ascii() {
+        // ASCII is NFKC-stable and has no confusables: skip the Unicode work
+        // (the common case, and most of a capsule).
+        text.chars().for_each(|c| out.push(c));
+    } else {
+        // Strip before NFKC so invisibles cannot block composition, and again
+        // after in case a compatibility mapping produced one.
+        text.chars()
+            .filter(|c| !is_invisible(*c))
+            .nfkc()
+            .filter(|c| !is_invisible(*c))
+            .for_each(|c| out.push(confusable(c)));
+    }
+    out.finish()
+}
+
+/// Collapses whitespace runs and drops invisibles while appending.
+struct Collapser {
+    out: String,
+    /// The whitespace run seen since the last visible char: ' ' or '\n'.
+    pending: Option<char>,
+}
+
+impl Collapser {
+    fn push(&mut self, c: char) {
+        if c.is_whitespace() {
+            let line_break = matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
+            if line_break || self.pending.is_none() {
+                self.pending = Some(if line_break { '\n' } else { ' ' });
+            }
+        } else if !is_invisible(c) {
+            if let Some(ws) = self.pending.take() {
+                self.out.push(ws);
+            }
+            self.out.push(c);
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if let Some(ws) = self.pending.take() {
+            self.out.push(ws);
+        }
+        self.out
+    }
+}
+
+/// Builds the `squeezed` view from the lower-cased one.
+fn squeeze(lower: &str) -> String {
+    lower
+        .bytes()
+        .filter_map(|b| {
+            let b = match b {
+                b'0' => b'o',
+                b'1' | b'!' => b'i',
+                b'3' => b'e',
+                b'4' | b'@' => b'a',
+                b'5' | b'$' => b's',
+                b'7' => b't',
+                other => other,
+            };
+            b.is_ascii_lowercase().then_some(b as char)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_invisibles_and_applies_nfkc() {
+        let v = views("ig\u{200B}no\u{FEFF}re\u{E0041} ｐｒｅｖｉｏｕｓ");
+        assert_eq!(v.raw, "ignore previous");
+    }
+
+    #[test]
+    fn folds_confusables_and_case() {
+        // Cyrillic о and е in "ignore".
+        let v = views("IGNоRЕ");
+        assert_eq!(v.raw, "IGNoRE");
+        assert_eq!(v.lower, "ignore");
+    }
+
+    #[test]
+    fn collapses_whitespace_keeping_line_breaks() {
+        let v = views("a \t\u{3000} b\n\n  c\u{00A0}d ");
+        assert_eq!(v.raw, "a b\nc d ");
+    }
+
+    #[test]
+    fn squeezes_spacing_and_leetspeak() {
+        let v = views("1 g n 0 r 3  p-r-e-v-i-o-u-s");
+        assert_eq!(v.squeezed, "ignoreprevious");
+    }
+
+    #[test]
+    fn controls_are_dropped() {
+        assert_eq!(views("to\u{0}ken\u{7F}").raw, "token");
+    }
+}

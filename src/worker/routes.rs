@@ -1,0 +1,100 @@
+//! URL and method dispatch. Path matching is a plain split on `/` (no router
+//! crate): there are five routes and every byte of wasm counts against cold
+//! start time.
+
+use super::http::{self, Audience};
+use super::{bootstrap, config::Config, reads, write};
+use crate::core::crypto::AgentId;
+use crate::core::reason::ReasonCode;
+use worker::{Env, Method, Request, Response};
+
+/// The two per-agent documents.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Doc {
+    Head,
+    Capsule,
+}
+
+enum Route<'a> {
+    Agent { doc: Doc, raw_id: &'a str },
+    Bootstrap,
+    NotFound,
+}
+
+const ALLOW_HEAD: &str = "GET, HEAD, OPTIONS";
+const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
+const ALLOW_BOOTSTRAP: &str = "POST, OPTIONS";
+
+/// `/self/{id}/{head,capsule}.json`, the same under `/api/v1`, and
+/// `/api/v1/self/bootstrap`. Anything else (including trailing slashes) is
+/// unknown, so there is exactly one spelling of every URL for caches.
+fn match_path(path: &str) -> Route<'_> {
+    let (rest, api) = match path.strip_prefix("/api/v1/self/") {
+        Some(rest) => (rest, true),
+        None => match path.strip_prefix("/self/") {
+            Some(rest) => (rest, false),
+            None => return Route::NotFound,
+        },
+    };
+    if api && rest == "bootstrap" {
+        return Route::Bootstrap;
+    }
+    let Some((raw_id, file)) = rest.split_once('/') else {
+        return Route::NotFound;
+    };
+    let doc = match file {
+        "head.json" => Doc::Head,
+        "capsule.json" => Doc::Capsule,
+        _ => return Route::NotFound,
+    };
+    if raw_id.is_empty() {
+        return Route::NotFound;
+    }
+    Route::Agent { doc, raw_id }
+}
+
+/// Dispatches one public request. Errors bubble up to the caller, which turns
+/// them into a 503.
+pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
+    let url = req.url()?;
+    let method = req.method();
+    match match_path(url.path()) {
+        Route::NotFound => Ok(http::error(ReasonCode::NotFound, audience(&method), None)),
+        Route::Bootstrap => match method {
+            Method::Post => bootstrap::handle(&req, &url, cfg).await,
+            Method::Options => Ok(http::preflight(ALLOW_BOOTSTRAP)),
+            _ => Ok(http::method_not_allowed(ALLOW_BOOTSTRAP, Audience::Read)),
+        },
+        Route::Agent { doc, raw_id } => {
+            let allow = match doc {
+                Doc::Head => ALLOW_HEAD,
+                Doc::Capsule => ALLOW_CAPSULE,
+            };
+            let is_read = matches!(method, Method::Get | Method::Head);
+            let is_write = method == Method::Put && doc == Doc::Capsule;
+            if method == Method::Options {
+                return Ok(http::preflight(allow));
+            }
+            if !is_read && !is_write {
+                return Ok(http::method_not_allowed(allow, audience(&method)));
+            }
+            let Some(agent) = AgentId::parse(raw_id) else {
+                return Ok(http::error(ReasonCode::BadAgentId, audience(&method), None));
+            };
+            if is_write {
+                write::handle(req, env, cfg, &agent).await
+            } else {
+                reads::handle(&req, env, cfg, doc, &agent, method == Method::Head).await
+            }
+        }
+    }
+}
+
+/// Error bodies for PUT carry the write-rejection fields as well.
+pub fn audience(method: &Method) -> Audience {
+    if *method == Method::Put {
+        Audience::Write
+    } else {
+        Audience::Read
+    }
+}

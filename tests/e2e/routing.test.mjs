@@ -1,0 +1,127 @@
+// Routing, method handling, CORS and error bodies (no stored state needed).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./harness.mjs";
+
+const ID = "0123456789abcdef".repeat(4);
+const JSON_CT = "application/json; charset=utf-8";
+let w;
+before(async () => {
+  w = await startWorker();
+});
+after(async () => {
+  await w?.close();
+});
+
+function assertJsonError(r, status, code) {
+  assert.equal(r.status, status, r.text);
+  assert.equal(r.headers.get("content-type"), JSON_CT);
+  assert.equal(r.json?.error, code, r.text);
+  assert.equal(r.headers.get("access-control-allow-origin"), "*");
+}
+
+test("unknown paths are 404 not_found, in JSON", async () => {
+  for (const p of [
+    "/",
+    "/self",
+    "/self/",
+    `/self/${ID}`,
+    `/self/${ID}/`,
+    `/self/${ID}/other.json`,
+    `/self/${ID}/head.json/`,
+    `/self/${ID}/head`,
+    `/self//head.json`,
+    `/self/bootstrap`,
+    `/api/v1/self/`,
+    `/api/v1/self/bootstrap/`,
+    `/api/v2/self/${ID}/head.json`,
+    `/favicon.ico`,
+  ]) {
+    const r = await w.fetch(p);
+    assertJsonError(r, 404, "not_found");
+    assert.equal(r.headers.get("cache-control"), "no-store", p);
+  }
+});
+
+test("unknown agent: 404 capsule_not_found on both documents and both prefixes", async () => {
+  for (const prefix of ["", "/api/v1"]) {
+    for (const doc of ["head.json", "capsule.json"]) {
+      const r = await w.fetch(`${prefix}/self/${ID}/${doc}`);
+      assertJsonError(r, 404, "capsule_not_found");
+      assert.deepEqual(r.json, { error: "capsule_not_found" });
+    }
+  }
+  const head = await w.fetch(`/self/${ID}/head.json`, { method: "HEAD" });
+  assert.equal(head.status, 404);
+});
+
+test("bad agent id in the path: 400 bad_agent_id", async () => {
+  const bad = [
+    ID.toUpperCase(),
+    ID.slice(1),
+    ID + "0",
+    "sha256:" + ID,
+    "g".repeat(64),
+    "%30" + ID.slice(1),
+    "x",
+  ];
+  for (const id of bad) {
+    for (const doc of ["head.json", "capsule.json"]) {
+      const r = await w.fetch(`/self/${id}/${doc}`);
+      assertJsonError(r, 400, "bad_agent_id");
+    }
+    // PUT clients always get accepted/reason_codes on a non-2xx.
+    const r = await w.fetch(`/api/v1/self/${id}/capsule.json`, { method: "PUT", body: "{}" });
+    assertJsonError(r, 400, "bad_agent_id");
+    assert.equal(r.json.accepted, false);
+    assert.deepEqual(r.json.reason_codes, ["bad_agent_id"]);
+  }
+});
+
+test("wrong method: 405 with Allow", async () => {
+  const cases = [
+    ["POST", `/self/${ID}/head.json`, "GET, HEAD, OPTIONS"],
+    ["PUT", `/self/${ID}/head.json`, "GET, HEAD, OPTIONS"],
+    ["DELETE", `/self/${ID}/capsule.json`, "GET, HEAD, PUT, OPTIONS"],
+    ["POST", `/api/v1/self/${ID}/capsule.json`, "GET, HEAD, PUT, OPTIONS"],
+    ["PATCH", `/self/${ID}/capsule.json`, "GET, HEAD, PUT, OPTIONS"],
+    ["GET", `/api/v1/self/bootstrap`, "POST, OPTIONS"],
+    ["PUT", `/api/v1/self/bootstrap`, "POST, OPTIONS"],
+  ];
+  for (const [method, p, allow] of cases) {
+    const r = await w.fetch(p, { method, body: method === "GET" ? undefined : "{}" });
+    assertJsonError(r, 405, "method_not_allowed");
+    assert.equal(r.headers.get("allow"), allow, `${method} ${p}`);
+  }
+});
+
+test("CORS preflight on every route", async () => {
+  const cases = [
+    [`/self/${ID}/head.json`, "GET", "GET, HEAD, OPTIONS"],
+    [`/self/${ID}/capsule.json`, "PUT", "GET, HEAD, PUT, OPTIONS"],
+    [`/api/v1/self/${ID}/capsule.json`, "GET", "GET, HEAD, PUT, OPTIONS"],
+    [`/api/v1/self/bootstrap`, "POST", "POST, OPTIONS"],
+  ];
+  for (const [p, method, allow] of cases) {
+    const r = await w.fetch(p, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://example.test",
+        "access-control-request-method": method,
+        "access-control-request-headers": "content-type, if-none-match",
+      },
+    });
+    assert.equal(r.status, 204, p);
+    assert.equal(r.text, "");
+    assert.equal(r.headers.get("access-control-allow-origin"), "*");
+    assert.equal(r.headers.get("access-control-allow-methods"), allow);
+    assert.match(r.headers.get("access-control-allow-headers"), /Content-Type/i);
+    assert.match(r.headers.get("access-control-allow-headers"), /If-None-Match/i);
+    assert.equal(r.headers.get("access-control-max-age"), "86400");
+  }
+});
+
+test("every response exposes ETag to browsers", async () => {
+  const r = await w.fetch(`/self/${ID}/head.json`, { headers: { origin: "https://example.test" } });
+  assert.match(r.headers.get("access-control-expose-headers"), /\bETag\b/);
+});

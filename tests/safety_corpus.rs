@@ -1,0 +1,298 @@
+//! Labelled-corpus check of the deterministic safety scanner.
+//!
+//! Each line of `tests/corpus/{malicious,benign}.txt` is placed at its field's
+//! position in an otherwise clean capsule and scanned. A malicious line is
+//! detected when some finding has the expected class; a benign line is a
+//! false positive when there is any finding. Lines are reported by number
+//! only, so the test output never repeats a (fake) credential.
+//!
+//! Run with `cargo test --test safety_corpus -- --nocapture` to see the
+//! figures and the (informational) timings.
+
+use self_capsule::core::json::{parse_str, Json};
+use self_capsule::core::safety::{scan, FindingClass};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+const MALICIOUS: &str = include_str!("corpus/malicious.txt");
+const BENIGN: &str = include_str!("corpus/benign.txt");
+
+const MIN_DETECTION: f64 = 0.95;
+const MAX_FALSE_POSITIVES: f64 = 0.02;
+
+/// A clean capsule shaped like the spec example; every `@field@` slot is
+/// replaced by a JSON string (the sample, or the field's clean default).
+const TEMPLATE: &str = r#"{
+  "schema_version": "self_capsule_v0",
+  "agent_id": "3b2f0d7c3a6d5f4c1c8b2a1a9f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e",
+  "policy": {
+    "policy_version": "v0",
+    "rehydrate_mode": "strict",
+    "deny_external_instructions": true,
+    "deny_tool_instructions_in_text": true,
+    "memory_budget": { "max_rehydrate_tokens": 900, "max_objectives": 8 }
+  },
+  "constraints": [
+    { "id": "no-shell", "type": "no_shell", "value": true },
+    { "id": "net-writes", "type": "no_network_writes", "value": [@constraint_value@] },
+    { "id": "allowed-tools", "type": "allowed_tools", "value": [@tool@, "web.read"] },
+    { "id": "allowed-domains", "type": "allowed_domains", "value": [@allowed_domain@, "github.com"] }
+  ],
+  "objectives": [
+    {
+      "id": "obj-1",
+      "status": "in_progress",
+      "priority": "high",
+      "title": @title@,
+      "checkpoint": @checkpoint@
+    }
+  ],
+  "capabilities": {
+    "tool_allowlist": [@tool@, "diffdelta.self.head"],
+    "feature_flags": ["rehydrate_on_start", "poll_head_10m"]
+  },
+  "pointers": {
+    "receipts": [
+      {
+        "name": @receipt_name@,
+        "content_hash": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "evidence_url": @evidence_url@
+      }
+    ]
+  },
+  "self_motto": @motto@
+}"#;
+
+/// (field, clean default) for every slot of the template.
+const FIELDS: &[(&str, &str)] = &[
+    ("title", "Maintain a compact self capsule"),
+    ("checkpoint", "Poll head every 10 minutes."),
+    ("motto", "Safety before speed."),
+    ("constraint_value", "receipts only"),
+    ("allowed_domain", "diffdelta.io"),
+    ("tool", "diffdelta.self.get"),
+    (
+        "evidence_url",
+        "https://diffdelta.io/docs/spec/self-capsule-v0",
+    ),
+    ("receipt_name", "capsule-spec"),
+];
+
+struct Sample {
+    line: usize,
+    field: String,
+    text: String,
+    class: Option<FindingClass>,
+}
+
+fn capsule_text(field: &str, text: &str) -> String {
+    let mut json = TEMPLATE.to_string();
+    for (name, default) in FIELDS {
+        let value = if *name == field { text } else { default };
+        let encoded = serde_json::to_string(value).expect("string encodes");
+        json = json.replace(&format!("@{name}@"), &encoded);
+    }
+    json
+}
+
+fn capsule(field: &str, text: &str) -> Json {
+    parse_str(&capsule_text(field, text)).expect("template with sample parses")
+}
+
+/// Decodes the corpus escapes: `\u{X..}`, `\t`, `\n`, `\\`.
+fn unescape(s: &str, line: usize) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('\\') => out.push('\\'),
+            Some('u') => {
+                assert_eq!(chars.next(), Some('{'), "line {line}: expected \\u{{");
+                let hex: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                let code = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32);
+                out.push(code.unwrap_or_else(|| panic!("line {line}: bad \\u{{{hex}}}")));
+            }
+            other => panic!("line {line}: unknown escape \\{other:?}"),
+        }
+    }
+    out
+}
+
+fn parse_corpus(text: &str, labelled: bool) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if raw.trim().is_empty() || raw.starts_with('#') {
+            continue;
+        }
+        let cols: Vec<&str> = raw.split('\t').collect();
+        let expected_cols = if labelled { 3 } else { 2 };
+        assert_eq!(cols.len(), expected_cols, "line {line}: wrong column count");
+        assert!(
+            FIELDS.iter().any(|(f, _)| *f == cols[0]),
+            "line {line}: unknown field"
+        );
+        let class = labelled.then(|| match cols[2] {
+            "secret" => FindingClass::Secret,
+            "injection" => FindingClass::Injection,
+            "url" => FindingClass::Url,
+            other => panic!("line {line}: unknown class {other:?}"),
+        });
+        samples.push(Sample {
+            line,
+            field: cols[0].to_string(),
+            text: unescape(cols[1], line),
+            class,
+        });
+    }
+    samples
+}
+
+/// The template with eight objectives whose titles and checkpoints are taken
+/// from the benign corpus, near the free tier's 4096-byte cap.
+fn full_size_capsule(benign: &[Sample]) -> (Json, usize) {
+    // Consecutive samples of a field joined up to the field's length cap.
+    let pick = |field: &str, max: usize| -> Vec<String> {
+        let texts: Vec<&str> = benign
+            .iter()
+            .filter(|s| s.field == field)
+            .map(|s| s.text.as_str())
+            .collect();
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let joined = texts[i..].join(" ");
+                joined.chars().take(max).collect()
+            })
+            .collect()
+    };
+    let (titles, checkpoints) = (pick("title", 120), pick("checkpoint", 200));
+    let objectives: Vec<serde_json::Value> = (0..8)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("obj-{i}"),
+                "status": "open",
+                "title": titles[i * 3 % titles.len()],
+                "checkpoint": checkpoints[i * 5 % checkpoints.len()],
+            })
+        })
+        .collect();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&capsule_text("title", FIELDS[0].1)).expect("template");
+    value["objectives"] = serde_json::Value::Array(objectives);
+    let text = value.to_string();
+    (parse_str(&text).expect("parses"), text.len())
+}
+
+fn pct(n: usize, d: usize) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 / d as f64
+    }
+}
+
+#[test]
+fn corpus_detection_and_false_positive_rates() {
+    // Informational timings: first scan compiles the automata.
+    let clean = capsule("title", FIELDS[0].1);
+    let t = Instant::now();
+    let baseline = scan(&clean);
+    let cold = t.elapsed();
+    assert!(baseline.is_empty(), "template must be clean: {baseline:?}");
+
+    let malicious = parse_corpus(MALICIOUS, true);
+    let benign = parse_corpus(BENIGN, false);
+    assert!(
+        malicious.len() >= 150 && benign.len() >= 150,
+        "corpus too small"
+    );
+
+    // class -> (detected, total); missed line numbers.
+    let mut per_class: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut missed = Vec::new();
+    for s in &malicious {
+        let class = s.class.expect("labelled");
+        let hit = scan(&capsule(&s.field, &s.text))
+            .iter()
+            .any(|f| f.class == class);
+        let name = match class {
+            FindingClass::Secret => "secret",
+            FindingClass::Injection => "injection",
+            FindingClass::Url => "url",
+        };
+        let entry = per_class.entry(name).or_default();
+        entry.1 += 1;
+        if hit {
+            entry.0 += 1;
+        } else {
+            missed.push(s.line);
+        }
+    }
+    let mut false_positives = Vec::new();
+    for s in &benign {
+        let findings = scan(&capsule(&s.field, &s.text));
+        if !findings.is_empty() {
+            let rules: Vec<_> = findings.iter().map(|f| f.rule).collect();
+            false_positives.push(format!("{} ({})", s.line, rules.join(",")));
+        }
+    }
+
+    let detected = malicious.len() - missed.len();
+    let detection = pct(detected, malicious.len());
+    let fp_rate = pct(false_positives.len(), benign.len());
+    println!("safety corpus");
+    for (class, (hit, total)) in &per_class {
+        println!(
+            "  {class:<10} {hit}/{total} = {:.1}%",
+            100.0 * pct(*hit, *total)
+        );
+    }
+    println!(
+        "  detection  {detected}/{} = {:.1}%",
+        malicious.len(),
+        100.0 * detection
+    );
+    println!(
+        "  false pos. {}/{} = {:.1}%",
+        false_positives.len(),
+        benign.len(),
+        100.0 * fp_rate
+    );
+    println!("  missed malicious lines: {missed:?}");
+    println!("  false-positive benign lines: {false_positives:?}");
+
+    // Warm timing over a full-size (about 4 KB) clean capsule.
+    let (big, bytes) = full_size_capsule(&benign);
+    assert!(scan(&big).is_empty(), "full-size capsule must be clean");
+    let runs = 200;
+    let t = Instant::now();
+    for _ in 0..runs {
+        std::hint::black_box(scan(std::hint::black_box(&big)));
+    }
+    println!(
+        "  timing: first scan (compile) {:?}, warm {:?} per {bytes}-byte capsule",
+        cold,
+        t.elapsed() / runs
+    );
+
+    assert!(
+        detection >= MIN_DETECTION,
+        "detection {:.1}% below {:.0}%",
+        100.0 * detection,
+        100.0 * MIN_DETECTION
+    );
+    assert!(
+        fp_rate <= MAX_FALSE_POSITIVES,
+        "false positives {:.1}% above {:.0}%",
+        100.0 * fp_rate,
+        100.0 * MAX_FALSE_POSITIVES
+    );
+}
