@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the build and test toolchain if (and only if) something is missing:
 # the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
-# match Cargo.lock), and the npm dev dependencies (wrangler, miniflare,
-# wasm-opt from binaryen, esbuild).
+# match Cargo.lock), the npm dev dependencies (wrangler, miniflare, wasm-opt
+# from binaryen, esbuild), and the libraries of the README's client snippets
+# (clients/python: cryptography + rfc8785 from PyPI into clients/python/.deps;
+# clients/ts: canonicalize + typescript from npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,4 +33,19 @@ fi
 # npm ci only when node_modules is missing or older than the lockfile.
 if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
   npm ci --no-audit --no-fund
+fi
+
+# Python snippet: a private --target directory (no venv needed, nothing
+# installed system-wide); redone only when requirements.txt changes.
+PY_DEPS=clients/python/.deps
+if [[ ! -f "$PY_DEPS/.installed" || clients/python/requirements.txt -nt "$PY_DEPS/.installed" ]]; then
+  rm -rf "$PY_DEPS"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+    --target "$PY_DEPS" -r clients/python/requirements.txt
+  touch "$PY_DEPS/.installed"
+fi
+
+# TypeScript snippet: its own package (canonicalize, typescript, @types/node).
+if [[ ! -d clients/ts/node_modules || clients/ts/package-lock.json -nt clients/ts/node_modules/.package-lock.json ]]; then
+  npm ci --prefix clients/ts --no-audit --no-fund
 fi

@@ -5,6 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
+# The service seals history entries with SERVICE_SIGNING_KEY (a Worker
+# secret in production). Locally, wrangler dev reads it from .dev.vars
+# (gitignored): generate a random one on first start, never commit it.
+if ! grep -qs '^SERVICE_SIGNING_KEY=' .dev.vars; then
+  # (keep an existing last line intact if it has no trailing newline)
+  if [[ -s .dev.vars && -n "$(tail -c1 .dev.vars)" ]]; then echo >> .dev.vars; fi
+  key=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("hex"))')
+  printf 'SERVICE_SIGNING_KEY=%s\n' "$key" >> .dev.vars
+  chmod 600 .dev.vars
+  echo "start: generated a local SERVICE_SIGNING_KEY in .dev.vars"
+fi
 # Build once up front (wrangler's [build] hook then finds build/ up to date).
 bash scripts/build-worker.sh
 exec npx --no-install wrangler dev \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: native Rust tests, formatting and wasm
-# lint, the wasm build, then the end-to-end tests in workerd (Miniflare).
+# The whole test suite, as CI runs it: native Rust tests, the client snippets'
+# vector tests (Python, TypeScript), formatting and wasm lint, the wasm build,
+# the CLI build, then the end-to-end tests in workerd (Miniflare), which also
+# drive the selfcap CLI and both snippets against the Worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
@@ -17,11 +19,21 @@ cargo fmt --all -- --check
 step "cargo test (native)"
 cargo test --locked
 
+step "client snippets: Python and TypeScript against the signing vectors"
+PYTHONPATH=clients/python/.deps python3 -m unittest discover -s clients/python -t clients/python
+npm test --prefix clients/ts --silent
+
+step "cargo clippy (native, all targets, -D warnings)"
+cargo clippy --locked --all-targets -- -D warnings
+
 step "cargo clippy (wasm32, -D warnings)"
 cargo clippy --locked --target wasm32-unknown-unknown --lib -- -D warnings
 
 step "build the Worker (wasm)"
 bash scripts/build-worker.sh
+
+step "build the selfcap CLI (native) for the end-to-end tests"
+cargo build --locked --bin selfcap
 
 step "end-to-end tests (workerd via Miniflare)"
 node --test --test-concurrency=1 tests/e2e/

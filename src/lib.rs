@@ -5,12 +5,18 @@
 //!   natively for tests, benches and the `selfcap` CLI, and into the Worker.
 //! - `worker` (wasm32 only): HTTP routing, KV reads and the per-agent Durable
 //!   Object write path.
+//! - [`client`] (native only): the client library behind the `selfcap` CLI.
 
 // `Result<_, Rejection>` is the write path's shape: a rejection is the cold
 // path and carries its whole response body, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
 pub mod core;
+
+/// The native client library behind the `selfcap` CLI. Never part of a wasm
+/// build (the Worker's or the wasip1 benchmark's).
+#[cfg(not(target_arch = "wasm32"))]
+pub mod client;
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod worker;

@@ -14,10 +14,12 @@
 //! | PUT envelope parsing and the write checks | [`write`]   |
 //! | quota windows and the retry cooldown      | [`quota`]   |
 //! | KV record and head.json                   | [`record`]  |
+//! | hash-chained, sealed history; verify      | [`history`] |
 //! | clock formatting                          | [`time`]    |
 //! | rehydration prompt rendering              | [`render`]  |
 
 pub mod crypto;
+pub mod history;
 pub mod jcs;
 pub mod json;
 pub mod limits;

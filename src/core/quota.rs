@@ -81,35 +81,51 @@ impl IpWindow {
 
 /// Consecutive signed-but-rejected writes and the resulting cooldown.
 ///
-/// Only rejections of *authenticated* requests count, and each distinct signed
-/// payload counts once: an attacker can only replay envelopes the agent really
-/// sent, so replays can never push an agent into cooldown, while a bot that
-/// keeps producing new broken writes is slowed down exponentially.
+/// Only rejections of *authenticated* requests count, and an attacker can
+/// only replay envelopes the agent really sent. So a reject counts only when
+/// its seq is above every seq counted so far, or equal to the highest with a
+/// payload not yet counted at that seq: a bot that keeps producing new broken
+/// writes is slowed down exponentially, while replays (which repeat an old
+/// seq and digest) can neither start nor prolong a cooldown. (Replays of
+/// accepted writes never get here at all: `replay_seq` is decided first.)
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cooldown {
     pub consecutive_rejects: u32,
     pub until_ms: Option<u64>,
-    /// Hex digests of the signed payloads already counted (bounded).
-    pub counted: Vec<String>,
+    /// The highest seq counted since the last accepted write.
+    #[serde(default)]
+    pub max_seq: Option<u64>,
+    /// Hex digests counted at `max_seq` (bounded; when full, nothing more at
+    /// that seq counts, which errs toward never locking anyone out).
+    #[serde(default)]
+    pub digests: Vec<String>,
 }
 
-/// How many counted digests are remembered.
-const COUNTED_MAX: usize = 32;
+/// How many payloads at one seq are remembered.
+const DIGESTS_MAX: usize = 64;
 
 impl Cooldown {
     /// The wait (ms) still in force at `now_ms`, if any.
     pub fn active_until(&self, now_ms: u64) -> Option<u64> {
         self.until_ms.filter(|&u| u > now_ms)
     }
-    /// Counts a rejected authenticated write; returns whether anything changed.
-    pub fn note_reject(&mut self, digest_hex: &str, now_ms: u64) -> bool {
-        if self.counted.iter().any(|d| d == digest_hex) {
-            return false;
+    /// Counts a rejected authenticated write of `seq` with signed digest
+    /// `digest_hex`; returns whether anything changed.
+    pub fn note_reject(&mut self, seq: u64, digest_hex: &str, now_ms: u64) -> bool {
+        match self.max_seq {
+            Some(max) if seq < max => return false,
+            Some(max) if seq == max => {
+                if self.digests.len() >= DIGESTS_MAX || self.digests.iter().any(|d| d == digest_hex)
+                {
+                    return false;
+                }
+            }
+            _ => {
+                self.max_seq = Some(seq);
+                self.digests.clear();
+            }
         }
-        if self.counted.len() == COUNTED_MAX {
-            self.counted.remove(0);
-        }
-        self.counted.push(digest_hex.to_owned());
+        self.digests.push(digest_hex.to_owned());
         self.consecutive_rejects = self.consecutive_rejects.saturating_add(1);
         if self.consecutive_rejects >= COOLDOWN_AFTER_REJECTS {
             let doublings = (self.consecutive_rejects - COOLDOWN_AFTER_REJECTS).min(20);
@@ -157,18 +173,18 @@ mod tests {
     }
 
     #[test]
-    fn cooldown_starts_at_fifth_distinct_reject_and_doubles_to_cap() {
+    fn cooldown_starts_at_fifth_counted_reject_and_doubles_to_cap() {
         let mut c = Cooldown::default();
-        for i in 0..4 {
-            assert!(c.note_reject(&format!("d{i}"), 0));
+        for seq in 0..4 {
+            assert!(c.note_reject(seq, "d", 0));
             assert_eq!(c.active_until(0), None);
         }
-        assert!(c.note_reject("d4", 0));
+        assert!(c.note_reject(4, "d", 0));
         assert_eq!(c.active_until(0), Some(10_000));
-        c.note_reject("d5", 0);
+        c.note_reject(5, "d", 0);
         assert_eq!(c.until_ms, Some(20_000));
-        for i in 6..30 {
-            c.note_reject(&format!("d{i}"), 0);
+        for seq in 6..30 {
+            c.note_reject(seq, "d", 0);
         }
         assert_eq!(c.until_ms, Some(3_600_000));
         c.reset();
@@ -176,12 +192,27 @@ mod tests {
     }
 
     #[test]
-    fn replayed_payloads_count_once() {
+    fn replayed_payloads_never_count_again() {
         let mut c = Cooldown::default();
+        // Distinct payloads at one seq count; repeats do not.
+        assert!(c.note_reject(7, "a", 0));
+        assert!(c.note_reject(7, "b", 0));
         for _ in 0..10 {
-            c.note_reject("same", 0);
+            assert!(!c.note_reject(7, "a", 0));
         }
-        assert_eq!(c.consecutive_rejects, 1);
-        assert_eq!(c.active_until(0), None);
+        // Anything below the highest counted seq is an old envelope.
+        assert!(!c.note_reject(6, "z", 0));
+        assert_eq!(c.consecutive_rejects, 2);
+    }
+
+    #[test]
+    fn a_full_digest_memory_stops_counting_rather_than_forgetting() {
+        let mut c = Cooldown::default();
+        for i in 0..DIGESTS_MAX {
+            c.note_reject(1, &format!("d{i}"), 0);
+        }
+        assert!(!c.note_reject(1, "one-more", 0));
+        assert!(!c.note_reject(1, "d0", 0));
+        assert!(c.note_reject(2, "next-seq", 0));
     }
 }

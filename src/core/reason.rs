@@ -57,7 +57,7 @@ macro_rules! reason_codes {
 
 reason_codes! {
     // --- request envelope (before any stored state is consulted) ---
-    PayloadTooLarge => "payload_too_large", 413, FixPayload, "Stop; reduce the payload below the body cap; retry after next_write_at.";
+    PayloadTooLarge => "payload_too_large", 413, FixPayload, "Stop; reduce the body below the 64 KiB cap (the capsule itself must fit its tier); retry once fixed.";
     InvalidJson => "invalid_json", 400, FixPayload, "Fix the client's JSON encoder (duplicate keys, bad UTF-8, lone surrogates, NaN, deep nesting); do not retry unchanged.";
     BadSeq => "bad_seq", 400, FixPayload, "Send seq as an integer 0..2^53-1; retry once fixed.";
     InvalidCapsule => "invalid_capsule", 422, FixPayload, "Fix client bug (capsule missing or not an object); do not spam retries.";
@@ -105,6 +105,9 @@ reason_codes! {
     CooldownActive => "cooldown_active", 429, BackOff, "Too many rejected writes in a row; fix the payload and wait retry_after_sec.";
     // --- read side and generic errors (bodies of the form {"error": code}) ---
     CapsuleNotFound => "capsule_not_found", 404, Request, "No capsule published for this agent yet; publish one or check the agent id.";
+    CursorNotFound => "cursor_not_found", 410, Request, "The cursor was pruned from the retained history or never existed; start over from history_url (or capsule.json).";
+    SnapshotNotFound => "snapshot_not_found", 404, Request, "No retained version has this cursor (pruned or never published); read history.json for what is retained.";
+    BadQuery => "bad_query", 400, Request, "Fix the query: since is a cursor, after/before are sequence numbers, limit is 1..100, and since/after/before do not combine.";
     BadAgentId => "bad_agent_id", 400, Request, "Use the 64 lowercase hex agent id (SHA-256 of the public key) in the path.";
     BadPublicKey => "bad_public_key", 400, Request, "Send a 32-byte Ed25519 public key as hex, base64 or base64url; weak keys are refused.";
     NotFound => "not_found", 404, Request, "Check the URL against docs/PROTOCOL.md.";

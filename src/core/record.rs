@@ -14,6 +14,17 @@ pub fn kv_key(agent_id: &AgentId) -> String {
     format!("self:capsule:{agent_id}")
 }
 
+/// KV key of an agent's history index (chain head, retained summaries,
+/// verify report).
+pub fn history_kv_key(agent_id: &AgentId) -> String {
+    format!("self:history:{agent_id}")
+}
+
+/// KV key of one retained history entry (its stored text).
+pub fn entry_kv_key(agent_id: &AgentId, sequence: u64) -> String {
+    format!("self:entry:{agent_id}:{sequence:016}")
+}
+
 /// Public path of the capsule (relative, like the spec's example).
 pub fn capsule_url(agent_id: &str) -> String {
     format!("/self/{agent_id}/capsule.json")
@@ -49,7 +60,7 @@ pub struct RecordWrites {
 }
 
 /// `writes` as shown in head.json and accepted responses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WritesView {
     pub limit_24h: u32,
     pub used_24h: u32,
@@ -69,8 +80,8 @@ impl From<Usage> for WritesView {
     }
 }
 
-/// The head.json body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The head.json body (the client parses it with the same type).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Head {
     pub agent_id: String,
     pub cursor: String,

@@ -1,7 +1,7 @@
 //! The write decision, start to finish, as pure functions over the agent's
 //! stored state. The order of the checks is part of the contract:
 //!
-//! body cap -> JSON -> envelope shape -> signature -> cooldown -> seq ->
+//! body cap -> JSON -> envelope shape -> signature -> seq -> cooldown ->
 //! schema -> safety -> size -> per-agent quota
 //!
 //! (The per-IP new-agent quota needs another Durable Object, so the caller
@@ -10,8 +10,9 @@
 //! unauthenticated request learns nothing about the agent.
 
 use crate::core::crypto::{is_lower_hex, write_digest, AgentId, PublicKey, SIGNATURE_ALG};
+use crate::core::history::{self, ChainHead, Entry, HistoryIndex, Keyring, NewVersion, ServiceKey};
 use crate::core::jcs;
-use crate::core::json::{self, path, Json, JsonError};
+use crate::core::json::{self, Json, JsonError};
 use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
 use crate::core::quota::{Cooldown, Window};
 use crate::core::reason::{self, ReasonCode as R};
@@ -41,6 +42,10 @@ pub struct AgentState {
     pub cooldown: Cooldown,
     /// Accepted writes ever (history counts from this).
     pub total_writes: u64,
+    /// The sealed head of the history chain (`None` before the first sealed
+    /// write). The retained entries and their index live next to the state.
+    #[serde(default)]
+    pub chain: Option<ChainHead>,
 }
 
 /// The last accepted write.
@@ -110,9 +115,9 @@ pub struct Rejection {
     #[serde(skip)]
     authenticated: bool,
     /// Set when the request was authenticated and the reject counts toward
-    /// the cooldown: the signed digest, hex.
+    /// the cooldown: the seq and the signed digest (hex).
     #[serde(skip)]
-    counts_toward_cooldown: Option<String>,
+    counts_toward_cooldown: Option<(u64, String)>,
 }
 
 impl Rejection {
@@ -144,7 +149,7 @@ impl Rejection {
         self.seq = Some(c.seq);
         self.authenticated = true;
         if !self.reason_codes.contains(&R::ReplaySeq) {
-            self.counts_toward_cooldown = Some(hex::encode(c.digest));
+            self.counts_toward_cooldown = Some((c.seq, hex::encode(c.digest)));
         }
         self
     }
@@ -161,7 +166,7 @@ impl Rejection {
         .wait_until(now_ms, reset_at_ms);
         r.seq = Some(c.seq);
         r.authenticated = true;
-        r.counts_toward_cooldown = Some(hex::encode(c.digest));
+        r.counts_toward_cooldown = Some((c.seq, hex::encode(c.digest)));
         r
     }
     /// The body-cap refusal (also used by the Worker, which stops reading a
@@ -248,17 +253,8 @@ pub fn check(
     let signed = authenticate(&envelope, path_agent)?;
 
     // Authenticated from here on: stored state may be consulted and revealed.
-    if let Some(until) = state.cooldown.active_until(now_ms) {
-        return Err(Rejection::one(
-            R::CooldownActive,
-            format!(
-                "{} consecutive rejected writes; cooling down",
-                state.cooldown.consecutive_rejects
-            ),
-        )
-        .wait_until(now_ms, until)
-        .authenticated(&signed));
-    }
+    // The seq check comes before the cooldown, so a replayed envelope is
+    // always answered `replay_seq` (which never counts toward a cooldown).
     if let Some(p) = &state.published {
         if signed.seq <= p.seq {
             return Err(Rejection::one(
@@ -270,6 +266,17 @@ pub fn check(
             )
             .authenticated(&signed));
         }
+    }
+    if let Some(until) = state.cooldown.active_until(now_ms) {
+        return Err(Rejection::one(
+            R::CooldownActive,
+            format!(
+                "{} consecutive rejected writes; cooling down",
+                state.cooldown.consecutive_rejects
+            ),
+        )
+        .wait_until(now_ms, until)
+        .authenticated(&signed));
     }
     if let Err(violations) = validate::validate_capsule(&signed.capsule) {
         let mut r = Rejection::new(
@@ -352,7 +359,11 @@ fn authenticate(envelope: &Json, path_agent: &AgentId) -> Result<Signed, Rejecti
     };
     for (k, _) in entries {
         if !ENVELOPE_FIELDS.contains(&k.as_str()) {
-            flag(R::UnknownField, path::key("$", k), "not an envelope field");
+            flag(
+                R::UnknownField,
+                validate::unknown_field_path("$", k),
+                "not an envelope field",
+            );
         }
     }
     let seq = envelope.get("seq").and_then(Json::as_safe_u64);
@@ -432,8 +443,8 @@ fn authenticate(envelope: &Json, path_agent: &AgentId) -> Result<Signed, Rejecti
     })
 }
 
-/// The body of an accepted PUT.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The body of an accepted PUT (the client parses it with the same type).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AcceptedBody {
     pub accepted: bool,
     pub agent_id: String,
@@ -487,11 +498,61 @@ impl AgentState {
         (record, body)
     }
 
+    /// [`AgentState::commit`] plus the history entry: seals the accepted
+    /// write into the chain after `history` (the stored index, `None` before
+    /// the first entry) and prunes to the tier's retention. The caller
+    /// persists state, record, entry and index in one atomic step.
+    ///
+    /// Refuses (changing nothing) when `history` does not continue the chain
+    /// head in the state: appending anyway would fork the chain.
+    pub fn commit_sealed(
+        &mut self,
+        c: Candidate,
+        now_ms: u64,
+        tiers: &TierTable,
+        key: &ServiceKey,
+        keyring: &Keyring,
+        history: Option<HistoryIndex>,
+    ) -> Result<Sealed, String> {
+        if self.chain.as_ref() != history.as_ref().map(|h| &h.head) {
+            return Err("stored history index does not match the chain head in the state".into());
+        }
+        let public_key = c.public_key.to_hex();
+        let signature = c.signature.clone();
+        let (record, body) = self.commit(c, now_ms, tiers);
+        let p = self.published.as_ref().expect("just published");
+        let appended = history::append(
+            history,
+            NewVersion {
+                agent_id: &record.agent_id,
+                seq: p.seq,
+                cursor: &p.cursor,
+                prev_cursor: p.prev_cursor.as_deref(),
+                capsule: &p.capsule,
+                public_key: &public_key,
+                signature: &signature,
+                accepted_at_ms: now_ms,
+            },
+            key,
+            keyring,
+            tiers.get(self.tier).history_retained,
+            self.total_writes,
+        );
+        self.chain = Some(appended.index.head.clone());
+        Ok(Sealed {
+            record,
+            body,
+            entry: appended.entry,
+            history: appended.index,
+            pruned: appended.pruned,
+        })
+    }
+
     /// Counts a rejection toward the cooldown when it should; returns whether
     /// the state changed (so the caller knows to persist it).
     pub fn note_rejection(&mut self, r: &Rejection, now_ms: u64) -> bool {
         match &r.counts_toward_cooldown {
-            Some(digest) => self.cooldown.note_reject(digest, now_ms),
+            Some((seq, digest)) => self.cooldown.note_reject(*seq, digest, now_ms),
             None => false,
         }
     }
@@ -514,6 +575,19 @@ impl AgentState {
             },
         })
     }
+}
+
+/// An accepted write with its history entry (see [`AgentState::commit_sealed`]).
+#[derive(Debug, Clone)]
+pub struct Sealed {
+    pub record: Record,
+    pub body: AcceptedBody,
+    /// The new sealed history entry.
+    pub entry: Entry,
+    /// The updated history index (chain head, retained summaries, report).
+    pub history: HistoryIndex,
+    /// `sequence`s of entries that left the retained window.
+    pub pruned: Vec<u64>,
 }
 
 /// One structured log line per write decision. Never contains capsule text,

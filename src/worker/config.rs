@@ -2,6 +2,8 @@
 //! wrangler.toml). Reading a handful of vars is cheap, so nothing is cached
 //! across requests and a redeploy with new vars takes effect immediately.
 
+use crate::core::crypto::PublicKey;
+use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
 use worker::{console_warn, Env};
 
@@ -32,5 +34,60 @@ impl Config {
             tiers,
             test_clock: var("SELFCAP_TEST_CLOCK").as_deref() == Some("1"),
         }
+    }
+}
+
+/// Worker secret holding the service's Ed25519 seed (64 hex characters).
+pub const SERVICE_KEY_SECRET: &str = "SERVICE_SIGNING_KEY";
+/// Var listing retired service public keys (comma-separated hex), so seals
+/// made before a rotation still verify.
+pub const RETIRED_KEYS_VAR: &str = "SERVICE_RETIRED_KEYS";
+
+/// The service's sealing key and the keyring it publishes.
+pub struct ServiceKeys {
+    /// `None` when the secret is missing or malformed: writes then fail
+    /// closed (503) rather than sealing with a made-up key.
+    pub signing: Option<ServiceKey>,
+    pub keyring: Keyring,
+}
+
+/// Reads the service keys. Only the write path, export and the keys
+/// endpoint need them (deriving the public key costs a scalar
+/// multiplication), so this is not part of [`Config`].
+pub fn service_keys(env: &Env) -> ServiceKeys {
+    let raw = env
+        .secret(SERVICE_KEY_SECRET)
+        .ok()
+        .map(|s| s.to_string())
+        .filter(|s| !s.trim().is_empty());
+    let signing = raw.as_deref().and_then(|s| {
+        let mut seed = [0u8; 32];
+        let s = s.trim();
+        let ok = s.len() == 64 && hex::decode_to_slice(s, &mut seed).is_ok();
+        if !ok {
+            console_warn!(
+                "{{\"event\":\"config_error\",\"var\":\"{SERVICE_KEY_SECRET}\",\"problem\":\"not 64 hex characters\"}}"
+            );
+        }
+        ok.then(|| ServiceKey::from_seed(&seed))
+    });
+    let mut retired = Vec::new();
+    if let Ok(list) = env.var(RETIRED_KEYS_VAR) {
+        for item in list.to_string().split(',').map(str::trim) {
+            if item.is_empty() {
+                continue;
+            }
+            match PublicKey::from_hex(&item.to_ascii_lowercase()) {
+                Ok(k) => retired.push(k),
+                Err(_) => console_warn!(
+                    "{{\"event\":\"config_ignored\",\"var\":\"{RETIRED_KEYS_VAR}\",\"problem\":\"not a public key\"}}"
+                ),
+            }
+        }
+    }
+    let current = signing.as_ref().map(ServiceKey::public_key);
+    ServiceKeys {
+        keyring: Keyring::new(current.as_ref(), &retired),
+        signing,
     }
 }

@@ -61,11 +61,26 @@ struct ErrorBody<'a> {
     detail: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry_after_sec: Option<u64>,
+    /// `cursor_not_found`: where to start over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history_url: Option<&'a str>,
 }
 
 /// `{"error": code}` with the code's own status.
 pub fn error(code: ReasonCode, audience: Audience, detail: Option<&str>) -> Response {
-    error_body(code, audience, detail, None)
+    error_body(code, audience, detail, None, None)
+}
+
+/// 410 `cursor_not_found`: the cursor was pruned or never existed; the
+/// client starts over from the full history.
+pub fn cursor_not_found(history_url: &str) -> Response {
+    error_body(
+        ReasonCode::CursorNotFound,
+        Audience::Read,
+        None,
+        None,
+        Some(history_url),
+    )
 }
 
 fn error_body(
@@ -73,6 +88,7 @@ fn error_body(
     audience: Audience,
     detail: Option<&str>,
     retry_after_sec: Option<u64>,
+    history_url: Option<&str>,
 ) -> Response {
     let write = audience == Audience::Write;
     let body = ErrorBody {
@@ -81,6 +97,7 @@ fn error_body(
         reason_codes: write.then_some([code.as_str()]),
         detail,
         retry_after_sec,
+        history_url,
     };
     // The body is a fixed struct of strings and numbers; fall back to the bare
     // code rather than failing if serialisation were ever to break.
@@ -99,11 +116,18 @@ pub fn method_not_allowed(allow: &str, audience: Audience) -> Response {
 /// The only answer to an internal failure: no stack trace, no detail, a hint
 /// when to come back. Never a 500.
 pub fn unavailable(audience: Audience) -> Response {
+    unavailable_because(audience, None)
+}
+
+/// A 503 that names a configuration problem an operator must fix (e.g. a
+/// missing signing key); still no internals.
+pub fn unavailable_because(audience: Audience, detail: Option<&str>) -> Response {
     let resp = error_body(
         ReasonCode::Unavailable,
         audience,
-        None,
+        detail,
         Some(UNAVAILABLE_RETRY_AFTER_SEC),
+        None,
     );
     set(
         resp.headers(),

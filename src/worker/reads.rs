@@ -16,7 +16,7 @@ pub async fn handle(
     req: &Request,
     env: &Env,
     cfg: &Config,
-    doc: Doc,
+    doc: Doc<'_>,
     agent: &AgentId,
     head_only: bool,
 ) -> worker::Result<Response> {
@@ -62,8 +62,9 @@ pub async fn handle(
     let body = match doc {
         Doc::Head => serde_json::to_vec(&record.head(now_ms))
             .map_err(|e| worker::Error::RustError(e.to_string()))?,
-        // The canonical (RFC 8785) bytes: sha256(body) == cursor.
-        Doc::Capsule => record.capsule_body().into_bytes(),
+        // The canonical (RFC 8785) bytes: sha256(body) == cursor. (Only head
+        // and capsule are routed here.)
+        _ => record.capsule_body().into_bytes(),
     };
     // HEAD: same headers as GET, no body.
     let resp = http::respond(200, (!head_only).then_some(body), READ_CACHE_CONTROL);
@@ -86,7 +87,7 @@ fn etag_of(cursor: &str) -> &str {
     cursor.strip_prefix("sha256:").unwrap_or(cursor)
 }
 
-fn not_modified(etag: &str) -> Response {
+pub fn not_modified(etag: &str) -> Response {
     let resp = http::respond(304, None, READ_CACHE_CONTROL);
     http::set(resp.headers(), "ETag", &format!("\"{etag}\""));
     resp

@@ -1,23 +1,29 @@
 //! URL and method dispatch. Path matching is a plain split on `/` (no router
-//! crate): there are five routes and every byte of wasm counts against cold
-//! start time.
+//! crate): there are a handful of routes and every byte of wasm counts
+//! against cold start time.
 
 use super::http::{self, Audience};
-use super::{bootstrap, config::Config, reads, write};
+use super::{bootstrap, config::Config, history, reads, write};
 use crate::core::crypto::AgentId;
 use crate::core::reason::ReasonCode;
 use worker::{Env, Method, Request, Response};
 
-/// The two per-agent documents.
+/// The per-agent documents.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Doc {
+pub enum Doc<'a> {
     Head,
     Capsule,
+    History,
+    Verify,
+    Export,
+    /// `snapshot/{cursor}.json`: the raw cursor text from the path.
+    Snapshot(&'a str),
 }
 
 enum Route<'a> {
-    Agent { doc: Doc, raw_id: &'a str },
+    Agent { doc: Doc<'a>, raw_id: &'a str },
     Bootstrap,
+    Keys,
     NotFound,
 }
 
@@ -25,8 +31,9 @@ const ALLOW_HEAD: &str = "GET, HEAD, OPTIONS";
 const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
 const ALLOW_BOOTSTRAP: &str = "POST, OPTIONS";
 
-/// `/self/{id}/{head,capsule}.json`, the same under `/api/v1`, and
-/// `/api/v1/self/bootstrap`. Anything else (including trailing slashes) is
+/// `/self/{id}/{head,capsule,history,verify,export}.json`,
+/// `/self/{id}/snapshot/{cursor}.json`, the same under `/api/v1`, and
+/// `/api/v1/self/{bootstrap,keys}`. Anything else (including trailing slashes) is
 /// unknown, so there is exactly one spelling of every URL for caches.
 fn match_path(path: &str) -> Route<'_> {
     let (rest, api) = match path.strip_prefix("/api/v1/self/") {
@@ -39,13 +46,25 @@ fn match_path(path: &str) -> Route<'_> {
     if api && rest == "bootstrap" {
         return Route::Bootstrap;
     }
+    if api && rest == "keys" {
+        return Route::Keys;
+    }
     let Some((raw_id, file)) = rest.split_once('/') else {
         return Route::NotFound;
     };
     let doc = match file {
         "head.json" => Doc::Head,
         "capsule.json" => Doc::Capsule,
-        _ => return Route::NotFound,
+        "history.json" => Doc::History,
+        "verify.json" => Doc::Verify,
+        "export.json" => Doc::Export,
+        _ => match file
+            .strip_prefix("snapshot/")
+            .and_then(|f| f.strip_suffix(".json"))
+        {
+            Some(cursor) if !cursor.is_empty() && !cursor.contains('/') => Doc::Snapshot(cursor),
+            _ => return Route::NotFound,
+        },
     };
     if raw_id.is_empty() {
         return Route::NotFound;
@@ -65,10 +84,15 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
             Method::Options => Ok(http::preflight(ALLOW_BOOTSTRAP)),
             _ => Ok(http::method_not_allowed(ALLOW_BOOTSTRAP, Audience::Read)),
         },
+        Route::Keys => match method {
+            Method::Get | Method::Head => history::keys(&req, env, method == Method::Head),
+            Method::Options => Ok(http::preflight(ALLOW_HEAD)),
+            _ => Ok(http::method_not_allowed(ALLOW_HEAD, Audience::Read)),
+        },
         Route::Agent { doc, raw_id } => {
             let allow = match doc {
-                Doc::Head => ALLOW_HEAD,
                 Doc::Capsule => ALLOW_CAPSULE,
+                _ => ALLOW_HEAD,
             };
             let is_read = matches!(method, Method::Get | Method::Head);
             let is_write = method == Method::Put && doc == Doc::Capsule;
@@ -81,10 +105,13 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
             let Some(agent) = AgentId::parse(raw_id) else {
                 return Ok(http::error(ReasonCode::BadAgentId, audience(&method), None));
             };
-            if is_write {
-                write::handle(req, env, cfg, &agent).await
-            } else {
-                reads::handle(&req, env, cfg, doc, &agent, method == Method::Head).await
+            let head_only = method == Method::Head;
+            match doc {
+                _ if is_write => write::handle(req, env, cfg, &agent).await,
+                Doc::Head | Doc::Capsule => {
+                    reads::handle(&req, env, cfg, doc, &agent, head_only).await
+                }
+                _ => history::handle(&req, &url, env, doc, &agent, head_only).await,
             }
         }
     }

@@ -4,6 +4,7 @@
 //
 // Only loopback addresses are ever contacted.
 import { Miniflare } from "miniflare";
+import crypto from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
@@ -23,8 +24,11 @@ function compatibilityDate() {
  * Starts a Worker instance. `vars` are extra [vars] (tier overrides);
  * the test clock is always enabled here (and only here).
  * `withoutDurableObjects` starts it with no Durable Object bindings.
+ * `serviceKey`: the SERVICE_SIGNING_KEY secret (32-byte seed, hex); a fresh
+ * random one per instance by default, `null` for none.
  */
-export async function startWorker({ vars = {}, withoutDurableObjects = false } = {}) {
+export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey } = {}) {
+  const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
   const script = path.join(BUILD_DIR, "index.js");
   if (!existsSync(script)) {
     throw new Error(`${script} missing: run \`npm run build\` first`);
@@ -60,13 +64,19 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false } =
           IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
         },
     durableObjectsPersist: false,
-    bindings: { SELFCAP_TEST_CLOCK: "1", ...vars },
+    bindings: {
+      SELFCAP_TEST_CLOCK: "1",
+      ...(key === null ? {} : { SERVICE_SIGNING_KEY: key }),
+      ...vars,
+    },
   });
   await mf.ready;
   const kv = await mf.getKVNamespace("SELF");
   return {
     mf,
     kv,
+    /** The service signing key's seed (hex), or null. */
+    serviceKey: key,
     /** Every console line the Worker and its Durable Objects wrote. */
     logs,
     /** The structured JSON log lines with event "write" (one per decision). */

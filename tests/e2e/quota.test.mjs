@@ -193,3 +193,39 @@ test("cooldown: garbage, forgeries and replays by others never lock an agent out
   const r = await publish(w, a, 2, good, { now: t + SEC });
   assert.equal(r.status, 200, r.text);
 });
+
+test("cooldown: replays during an active cooldown get replay_seq and never extend it", async () => {
+  const a = newAgent();
+  const good = exampleCapsule(a.agentId);
+  const t = T0 + 300 * HOUR;
+  const accepted = [];
+  for (let seq = 1; seq <= 3; seq++) {
+    const env = envelope(a, seq, good);
+    accepted.push(env);
+    assert.equal((await w.fetch(capsulePath(a.agentId), put(env, { now: t }))).status, 200);
+  }
+  // The agent storms itself into a cooldown (five new broken writes).
+  const bad = (seq) => ({ ...good, objectives: [{ id: "x", status: `nope-${seq}`, title: "t" }] });
+  const rejected = [];
+  for (let seq = 4; seq <= 8; seq++) {
+    const env = envelope(a, seq, bad(seq));
+    rejected.push(env);
+    assert.equal((await w.fetch(capsulePath(a.agentId), put(env, { now: t + SEC }))).status, 422);
+  }
+  const probe = async () => (await publish(w, a, 50, good, { now: t + 2 * SEC })).json.retry_after_sec;
+  // Anyone replaying the agent's envelopes: accepted ones are replay_seq, rejected ones
+  // are answered cooldown_active, and neither moves the cooldown.
+  for (let round = 0; round < 10; round++) {
+    for (const env of accepted) {
+      const r = await w.fetch(capsulePath(a.agentId), put(env, { now: t + 2 * SEC }));
+      assert.equal(r.status, 409);
+      assert.deepEqual(r.json.reason_codes, ["replay_seq"]);
+    }
+    for (const env of rejected) {
+      const r = await w.fetch(capsulePath(a.agentId), put(env, { now: t + 2 * SEC }));
+      assert.equal(r.status, 429);
+    }
+  }
+  // The cooldown is exactly as the agent's own fifth reject (at t+1 s) left it: 10 s, so 9 s remain.
+  assert.equal(await probe(), 9);
+});

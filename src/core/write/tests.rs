@@ -473,3 +473,44 @@ fn state_round_trips_through_storage() {
     let back: AgentState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
     assert_eq!(back, s);
 }
+
+#[test]
+fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
+    let k = key(1);
+    let mut s = AgentState::default();
+    let cap = capsule_for(&k);
+    // An attacker has collected the agent's accepted envelopes 1..=40.
+    let accepted: Vec<Vec<u8>> = (1..=40)
+        .map(|seq| body(&k.sign_envelope(seq, &cap)))
+        .collect();
+    for (i, b) in accepted.iter().enumerate() {
+        // The first five are accepted; the rest were never sent (quota).
+        if i < 5 {
+            let c = check(&s, b, &k.agent_id(), T0 + i as u64, &TierTable::default()).unwrap();
+            s.commit(c, T0 + i as u64, &TierTable::default());
+        }
+    }
+    // The agent storms itself into a cooldown with new broken writes.
+    let mut bad = cap.clone();
+    if let Json::Object(e) = &mut bad {
+        e.push(("nope".into(), Json::Null));
+    }
+    for seq in 6..11 {
+        put(&mut s, &k, seq, &bad, T0 + HOUR).unwrap_err();
+    }
+    let until = s.cooldown.until_ms.expect("cooling down");
+    // Replays of accepted envelopes: replay_seq, never cooldown_active, no extension.
+    for b in &accepted[..5] {
+        let r = check(&s, b, &k.agent_id(), T0 + HOUR + 1, &TierTable::default()).unwrap_err();
+        assert_eq!(codes(&r), ["replay_seq"]);
+        s.note_rejection(&r, T0 + HOUR + 1);
+    }
+    // Replays of the agent's own rejected envelopes do not count again either.
+    for seq in 6..11 {
+        let b = body(&k.sign_envelope(seq, &bad));
+        let r = check(&s, &b, &k.agent_id(), T0 + HOUR + 2, &TierTable::default()).unwrap_err();
+        assert_eq!(codes(&r), ["cooldown_active"]);
+        s.note_rejection(&r, T0 + HOUR + 2);
+    }
+    assert_eq!(s.cooldown.until_ms, Some(until));
+}

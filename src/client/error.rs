@@ -1,0 +1,156 @@
+//! Client errors and the CLI's exit codes: one code per kind of outcome, so a
+//! script can branch on `$?` without parsing text.
+
+use super::wire::Rejected;
+use crate::core::reason::Class;
+use std::fmt;
+
+/// The process exit code for each kind of outcome. Stable: scripts rely on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExitCode {
+    /// Success (including `head` answering "unchanged" and `publish` with
+    /// nothing to send).
+    Ok = 0,
+    /// A local problem: unreadable or malformed file, bad key file, no
+    /// identity, no service URL, state directory trouble.
+    Local = 1,
+    /// Bad command-line usage (unknown flag, missing argument).
+    Usage = 2,
+    /// The service could not be reached, or kept failing (5xx), after the
+    /// retries; or it answered something outside the protocol.
+    Unavailable = 3,
+    /// Write rejected, class `fix_payload`: fix the capsule or the request,
+    /// then retry once (also local pre-check failures: nothing was sent).
+    FixPayload = 4,
+    /// Write rejected, class `back_off` (429): wait until `next_write_at`.
+    BackOff = 5,
+    /// Write rejected, class `signature`: stop; check the key and signing.
+    Signature = 6,
+    /// Nothing there: no capsule published for the agent (or another
+    /// read-side request error).
+    NotFound = 7,
+    /// `verify`: the chain or export does not verify.
+    Unverified = 8,
+}
+
+impl ExitCode {
+    /// Every code, in numeric order.
+    pub const ALL: [ExitCode; 9] = [
+        ExitCode::Ok,
+        ExitCode::Local,
+        ExitCode::Usage,
+        ExitCode::Unavailable,
+        ExitCode::FixPayload,
+        ExitCode::BackOff,
+        ExitCode::Signature,
+        ExitCode::NotFound,
+        ExitCode::Unverified,
+    ];
+
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// One line for `--help` and error output.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            ExitCode::Ok => "success (also: head unchanged, publish with nothing to send)",
+            ExitCode::Local => {
+                "local error: bad file or JSON, bad key file, no identity, no service URL"
+            }
+            ExitCode::Usage => "usage error",
+            ExitCode::Unavailable => {
+                "service unreachable or failing after retries (network, 5xx, protocol)"
+            }
+            ExitCode::FixPayload => "rejected, fix the payload (class fix_payload)",
+            ExitCode::BackOff => "rejected, back off until next_write_at (class back_off)",
+            ExitCode::Signature => "rejected, signature problem: check key and signing",
+            ExitCode::NotFound => "not found: no capsule published for that agent",
+            ExitCode::Unverified => "verification failed",
+        }
+    }
+
+    /// The exit code for a rejection of the given class.
+    pub const fn for_class(class: Class) -> ExitCode {
+        match class {
+            Class::FixPayload => ExitCode::FixPayload,
+            Class::BackOff => ExitCode::BackOff,
+            Class::Signature => ExitCode::Signature,
+            Class::Request => ExitCode::NotFound,
+            Class::Server => ExitCode::Unavailable,
+        }
+    }
+}
+
+/// Everything a client operation can fail with. `Display` is one line.
+#[derive(Debug)]
+pub enum Error {
+    /// Bad input or local state (see [`ExitCode::Local`]).
+    Local(String),
+    /// Network failure or 5xx after the retry policy gave up.
+    Unavailable(String),
+    /// The service answered outside the protocol (unexpected status or body).
+    Protocol(String),
+    /// A write was refused, by the service or by the local pre-check.
+    Rejected(Box<Rejected>),
+    /// A read found nothing (404 `capsule_not_found`) or was refused as a
+    /// request error.
+    NotFound(String),
+    /// A verification did not pass.
+    Unverified(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Local(_) => ExitCode::Local,
+            Error::Unavailable(_) | Error::Protocol(_) => ExitCode::Unavailable,
+            Error::Rejected(r) => ExitCode::for_class(r.class()),
+            Error::NotFound(_) => ExitCode::NotFound,
+            Error::Unverified(_) => ExitCode::Unverified,
+        }
+    }
+
+    pub(crate) fn local(msg: impl Into<String>) -> Error {
+        Error::Local(msg.into())
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Local(m) | Error::Unavailable(m) | Error::NotFound(m) => f.write_str(m),
+            Error::Protocol(m) => write!(f, "unexpected answer from the service: {m}"),
+            Error::Rejected(r) => f.write_str(&r.summary()),
+            Error::Unverified(m) => write!(f, "verification failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Rejected> for Error {
+    fn from(r: Rejected) -> Self {
+        Error::Rejected(Box::new(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_in_order() {
+        for (i, c) in ExitCode::ALL.iter().enumerate() {
+            assert_eq!(c.code(), i as i32);
+        }
+    }
+
+    #[test]
+    fn each_write_class_has_its_own_code() {
+        let fix = ExitCode::for_class(Class::FixPayload);
+        let back = ExitCode::for_class(Class::BackOff);
+        let sig = ExitCode::for_class(Class::Signature);
+        assert_eq!((fix.code(), back.code(), sig.code()), (4, 5, 6));
+    }
+}

@@ -1,0 +1,147 @@
+//! The HTTP seam: a tiny request/response model and a [`Transport`] trait,
+//! so the client's logic runs against a scripted fake in unit tests and
+//! against [`UreqTransport`] (blocking HTTP/1.1, rustls) for real.
+
+use std::time::Duration;
+
+/// Largest response body read (a capsule is at most 24 KiB; history and
+/// export bodies are bigger but bounded by the retention caps).
+pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub method: &'static str,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    pub fn get(url: impl Into<String>) -> Request {
+        Request {
+            method: "GET",
+            url: url.into(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub fn json(method: &'static str, url: impl Into<String>, body: Vec<u8>) -> Request {
+        Request {
+            method,
+            url: url.into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Some(body),
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Request {
+        self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The wait the service asked for: the body's `retry_after_sec`, else
+    /// the `Retry-After` header (seconds form).
+    pub fn retry_after(&self) -> Option<Duration> {
+        let from_body = serde_json::from_slice::<serde_json::Value>(&self.body)
+            .ok()
+            .and_then(|v| v.get("retry_after_sec").and_then(|s| s.as_u64()));
+        from_body
+            .or_else(|| self.header("retry-after")?.trim().parse::<u64>().ok())
+            .map(Duration::from_secs)
+    }
+
+    /// The body as text, lossy, shortened for error messages.
+    pub fn snippet(&self) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut short: String = one_line.chars().take(200).collect();
+        if short.len() < one_line.len() {
+            short.push('…');
+        }
+        short
+    }
+}
+
+/// Sends one request. `Err` is a network-level failure (no HTTP answer),
+/// described in one line. Every HTTP status, 4xx and 5xx included, is `Ok`.
+pub trait Transport {
+    fn send(&self, req: &Request) -> Result<Response, String>;
+}
+
+/// The real transport.
+pub struct UreqTransport {
+    agent: ureq::Agent,
+}
+
+impl UreqTransport {
+    pub fn new(timeout: Duration) -> UreqTransport {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .user_agent(concat!("selfcap/", env!("CARGO_PKG_VERSION")))
+            .build();
+        UreqTransport {
+            agent: config.into(),
+        }
+    }
+}
+
+impl Transport for UreqTransport {
+    fn send(&self, req: &Request) -> Result<Response, String> {
+        let mut builder = ureq::http::Request::builder()
+            .method(req.method)
+            .uri(&req.url);
+        for (k, v) in &req.headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let bad = |e: ureq::http::Error| format!("bad request for {}: {e}", req.url);
+        let result = match &req.body {
+            Some(body) => self.agent.run(builder.body(body.as_slice()).map_err(bad)?),
+            None => self.agent.run(builder.body(()).map_err(bad)?),
+        };
+        let mut resp = result.map_err(describe)?;
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.into())))
+            .collect();
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_RESPONSE_BYTES)
+            .read_to_vec()
+            .map_err(describe)?;
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+fn describe(e: ureq::Error) -> String {
+    match e {
+        ureq::Error::Io(io) => io.to_string(),
+        ureq::Error::Timeout(t) => format!("timed out ({t})"),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,508 @@
+//! The client's state directory: one directory per identity.
+//!
+//! ```text
+//! $SELFCAP_HOME (default ~/.selfcap)/
+//!   <agent_id>/          mode 0700; or any directory given with --state-dir
+//!     key                the Ed25519 secret seed, 64 hex characters, mode 0600; never printed
+//!     identity.json      {"agent_id", "public_key"} (public)
+//!     service.json       what `bootstrap` returned: base_url, head_url, capsule_url, limits
+//!     capsule.json       the desired state: edit it freely (or `selfcap set FILE`)
+//!     published.json     the last accepted write: {"seq", "cursor", "capsule", "recorded_at"}
+//!     head.json          the last head seen and its ETag: {"etag", "head"}
+//!     signed.json        the last envelope signed: {"seq", "cursor"} (written before sending)
+//! ```
+//!
+//! The desired capsule is **dirty** when its cursor (SHA-256 of its RFC 8785
+//! bytes) differs from `published.json`'s, so formatting changes never count
+//! and no flag file can go stale. Every file is written atomically (temp file
+//! + rename).
+//!
+//! `signed.json` keeps the rule that one seq never signs two different
+//! capsules (an envelope whose answer was lost stays valid and could still
+//! arrive): the next seq is above every seq ever signed here, except that the
+//! same capsule re-signed at the same seq is the identical envelope (Ed25519
+//! is deterministic), so resending it is safe.
+
+use super::error::Error;
+use super::wire::Head;
+use crate::core::crypto::{AgentId, AgentKey};
+use crate::core::jcs;
+use crate::core::json::{self, Json};
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+pub const KEY_FILE: &str = "key";
+pub const IDENTITY_FILE: &str = "identity.json";
+pub const SERVICE_FILE: &str = "service.json";
+pub const DESIRED_FILE: &str = "capsule.json";
+pub const PUBLISHED_FILE: &str = "published.json";
+pub const HEAD_FILE: &str = "head.json";
+pub const SIGNED_FILE: &str = "signed.json";
+
+/// Where the service lives for this identity (from `bootstrap`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Service {
+    pub base_url: String,
+    pub head_url: String,
+    pub capsule_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<serde_json::Value>,
+}
+
+/// The last write the service accepted, as recorded locally.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Published {
+    pub seq: u64,
+    pub cursor: String,
+    pub capsule: Json,
+    /// When this copy was recorded (the service's `generated_at` when known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<String>,
+}
+
+/// The last head seen, with the ETag to revalidate it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadCache {
+    pub etag: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<Head>,
+}
+
+/// The last envelope signed with this key from this directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signed {
+    pub seq: u64,
+    /// The cursor of the capsule it carried.
+    pub cursor: String,
+}
+
+/// How to find the state directory: an explicit directory wins; otherwise
+/// `home/<agent>` (the only identity in `home` when no agent is named).
+#[derive(Debug, Clone, Default)]
+pub struct Location {
+    pub home: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    /// An agent id or a unique prefix of one.
+    pub agent: Option<String>,
+}
+
+impl Location {
+    /// `home`, else `$HOME/.selfcap`.
+    pub fn home_dir(&self) -> Result<PathBuf, Error> {
+        if let Some(h) = &self.home {
+            return Ok(h.clone());
+        }
+        match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => Ok(PathBuf::from(h).join(".selfcap")),
+            _ => Err(Error::local(
+                "no home directory: set SELFCAP_HOME or pass --state-dir",
+            )),
+        }
+    }
+
+    /// The directory a new identity goes to.
+    pub fn for_new(&self, agent: &AgentId) -> Result<PathBuf, Error> {
+        match &self.state_dir {
+            Some(d) => Ok(d.clone()),
+            None => Ok(self.home_dir()?.join(agent.as_str())),
+        }
+    }
+
+    /// The state directory of an existing identity.
+    pub fn find(&self) -> Result<StateDir, Error> {
+        if let Some(d) = &self.state_dir {
+            return Ok(StateDir::new(d));
+        }
+        let home = self.home_dir()?;
+        let mut ids: Vec<String> = match fs::read_dir(&home) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().join(KEY_FILE).is_file())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| AgentId::parse(n).is_some())
+                .collect(),
+            Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io_err("cannot read", &home, e)),
+        };
+        ids.sort();
+        if let Some(want) = &self.agent {
+            ids.retain(|id| id.starts_with(want.as_str()));
+        }
+        match ids.as_slice() {
+            [one] => Ok(StateDir::new(home.join(one))),
+            [] => Err(Error::local(match &self.agent {
+                Some(a) => format!("no identity {a} in {}", home.display()),
+                None => format!(
+                    "no identity in {}: run `selfcap keygen` (or pass --state-dir)",
+                    home.display()
+                ),
+            })),
+            many => Err(Error::local(format!(
+                "{} identities in {}: pass --agent ID (or --state-dir)",
+                many.len(),
+                home.display()
+            ))),
+        }
+    }
+}
+
+/// One identity's directory.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    pub fn new(root: impl Into<PathBuf>) -> StateDir {
+        StateDir { root: root.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Creates the directory (0700) and writes a new key (0600, never
+    /// overwriting one) and identity.json.
+    pub fn create(&self, key: &AgentKey) -> Result<(), Error> {
+        let key_path = self.file(KEY_FILE);
+        if key_path.exists() {
+            return Err(Error::local(format!(
+                "{} already holds a key; refusing to overwrite it",
+                self.root.display()
+            )));
+        }
+        create_private_dir(&self.root)?;
+        let mut opts = fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts
+            .open(&key_path)
+            .map_err(|e| io_err("cannot create", &key_path, e))?;
+        f.write_all(format!("{}\n", hex::encode(key.seed())).as_bytes())
+            .and_then(|_| f.sync_all())
+            .map_err(|e| io_err("cannot write", &key_path, e))?;
+        let identity = serde_json::json!({
+            "agent_id": key.agent_id().as_str(),
+            "public_key": key.public_key().to_hex(),
+        });
+        self.write_json(IDENTITY_FILE, &identity)
+    }
+
+    /// Loads the key. Refuses a malformed file, one readable by group or
+    /// others, and one that does not match identity.json.
+    pub fn load_key(&self) -> Result<AgentKey, Error> {
+        let path = self.file(KEY_FILE);
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(Error::local(format!(
+                    "no key file {}: run `selfcap keygen` (or pass --state-dir)",
+                    path.display()
+                )))
+            }
+            Err(e) if e.kind() == ErrorKind::InvalidData => {
+                return Err(bad_key(&path, "not text"));
+            }
+            Err(e) => return Err(io_err("cannot read", &path, e)),
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path)
+                .map_err(|e| io_err("cannot stat", &path, e))?
+                .permissions()
+                .mode();
+            if mode & 0o077 != 0 {
+                return Err(Error::local(format!(
+                    "key file {} is accessible by others (mode {:04o}): run `chmod 600 {}`",
+                    path.display(),
+                    mode & 0o7777,
+                    path.display()
+                )));
+            }
+        }
+        let hex_seed = text.trim();
+        let mut seed = [0u8; 32];
+        if hex_seed.len() != 64 || hex::decode_to_slice(hex_seed, &mut seed).is_err() {
+            return Err(bad_key(
+                &path,
+                "expected 64 hex characters (the 32-byte Ed25519 seed)",
+            ));
+        }
+        let key = AgentKey::from_seed(&seed);
+        if let Some(identity) = self.read_json::<serde_json::Value>(IDENTITY_FILE)? {
+            let recorded = identity.get("agent_id").and_then(|v| v.as_str());
+            if recorded.is_some_and(|id| id != key.agent_id().as_str()) {
+                return Err(bad_key(
+                    &path,
+                    "it does not belong to the agent in identity.json",
+                ));
+            }
+        }
+        Ok(key)
+    }
+
+    pub fn service(&self) -> Result<Option<Service>, Error> {
+        self.read_json(SERVICE_FILE)
+    }
+
+    pub fn save_service(&self, s: &Service) -> Result<(), Error> {
+        self.write_json(SERVICE_FILE, s)
+    }
+
+    /// The last accepted write recorded here. Its cursor is recomputed and
+    /// must match (a hand-edited copy is refused, not trusted).
+    pub fn published(&self) -> Result<Option<Published>, Error> {
+        let Some(p) = self.read_json::<Published>(PUBLISHED_FILE)? else {
+            return Ok(None);
+        };
+        if jcs::cursor(&p.capsule) != p.cursor {
+            return Err(Error::local(format!(
+                "{} is corrupt (its capsule does not match its cursor); delete it and run \
+                 `selfcap rehydrate`",
+                self.file(PUBLISHED_FILE).display()
+            )));
+        }
+        Ok(Some(p))
+    }
+
+    pub fn save_published(&self, p: &Published) -> Result<(), Error> {
+        self.write_json(PUBLISHED_FILE, p)
+    }
+
+    /// The desired capsule (capsule.json), strictly parsed.
+    pub fn desired(&self) -> Result<Option<Json>, Error> {
+        let path = self.file(DESIRED_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => parse_json_file(&path, &bytes).map(Some),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err("cannot read", &path, e)),
+        }
+    }
+
+    pub fn save_desired(&self, capsule: &Json) -> Result<(), Error> {
+        self.write_json(DESIRED_FILE, capsule)
+    }
+
+    pub fn head_cache(&self) -> Result<Option<HeadCache>, Error> {
+        self.read_json(HEAD_FILE)
+    }
+
+    pub fn save_head_cache(&self, h: &HeadCache) -> Result<(), Error> {
+        self.write_json(HEAD_FILE, h)
+    }
+
+    pub fn signed(&self) -> Result<Option<Signed>, Error> {
+        self.read_json(SIGNED_FILE)
+    }
+
+    /// Records a signature at `seq` (never lowering the recorded seq).
+    pub fn note_signed(&self, seq: u64, cursor: &str) -> Result<(), Error> {
+        if self.signed()?.is_some_and(|s| s.seq > seq) {
+            return Ok(());
+        }
+        self.write_json(
+            SIGNED_FILE,
+            &Signed {
+                seq,
+                cursor: cursor.to_string(),
+            },
+        )
+    }
+
+    fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {
+        let path = self.file(name);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("cannot read", &path, e)),
+        };
+        // Strict parse first (duplicate keys etc.), then the typed view.
+        parse_json_file(&path, &bytes)?;
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::local(format!("{} is malformed: {e}", path.display())))
+    }
+
+    fn write_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<(), Error> {
+        let mut text = serde_json::to_string_pretty(value)
+            .map_err(|e| Error::local(format!("cannot encode {name}: {e}")))?;
+        text.push('\n');
+        write_atomic(&self.file(name), text.as_bytes())
+    }
+}
+
+/// Strictly parses a JSON file (the core's parser: duplicate keys, lone
+/// surrogates, NaN and deep nesting are errors), naming the file on failure.
+pub fn parse_json_file(path: &Path, bytes: &[u8]) -> Result<Json, Error> {
+    json::parse(bytes).map_err(|e| Error::local(format!("{}: malformed JSON: {e}", path.display())))
+}
+
+/// Writes `bytes` to `path` via a temporary file and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if !dir.as_os_str().is_empty() && !dir.exists() {
+        create_private_dir(dir)?;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .and_then(|_| fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err("cannot write", path, e));
+    }
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), Error> {
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).map_err(|e| io_err("cannot create", dir, e))
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::local(format!("{what} {}: {e}", path.display()))
+}
+
+fn bad_key(path: &Path, why: &str) -> Error {
+    Error::local(format!("bad key file {}: {why}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "selfcap-state-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn key_round_trips_with_private_modes_and_is_never_overwritten() {
+        let dir = tmp("key");
+        let s = StateDir::new(&dir);
+        let key = AgentKey::from_seed(&[7u8; 32]);
+        s.create(&key).unwrap();
+        assert_eq!(s.load_key().unwrap().agent_id(), key.agent_id());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir.join(KEY_FILE)), 0o600);
+            assert_eq!(mode(&dir), 0o700);
+        }
+        let other = AgentKey::from_seed(&[8u8; 32]);
+        assert!(s
+            .create(&other)
+            .unwrap_err()
+            .to_string()
+            .contains("refusing"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_key_files_are_refused_with_one_line() {
+        let dir = tmp("badkey");
+        let s = StateDir::new(&dir);
+        assert!(s
+            .load_key()
+            .unwrap_err()
+            .to_string()
+            .contains("no key file"));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(KEY_FILE);
+        for bad in ["", "zz", &"a".repeat(63), &"g".repeat(64)] {
+            write_atomic(&path, bad.as_bytes()).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+            }
+            let e = s.load_key().unwrap_err().to_string();
+            assert!(e.starts_with("bad key file"), "{e}");
+            assert!(!e.contains('\n'));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            write_atomic(&path, "a".repeat(64).as_bytes()).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+            let e = s.load_key().unwrap_err().to_string();
+            assert!(e.contains("chmod 600"), "{e}");
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn locate_picks_the_only_identity_or_asks() {
+        let home = tmp("home");
+        let loc = Location {
+            home: Some(home.clone()),
+            ..Location::default()
+        };
+        assert!(loc.find().unwrap_err().to_string().contains("keygen"));
+        let a = AgentKey::from_seed(&[1u8; 32]);
+        StateDir::new(loc.for_new(&a.agent_id()).unwrap())
+            .create(&a)
+            .unwrap();
+        assert_eq!(loc.find().unwrap().path(), home.join(a.agent_id().as_str()));
+        let b = AgentKey::from_seed(&[2u8; 32]);
+        StateDir::new(loc.for_new(&b.agent_id()).unwrap())
+            .create(&b)
+            .unwrap();
+        assert!(loc.find().unwrap_err().to_string().contains("--agent"));
+        let by_prefix = Location {
+            agent: Some(b.agent_id().as_str()[..8].to_string()),
+            ..loc.clone()
+        };
+        assert_eq!(
+            by_prefix.find().unwrap().path(),
+            home.join(b.agent_id().as_str())
+        );
+        fs::remove_dir_all(&home).unwrap();
+    }
+
+    #[test]
+    fn a_tampered_published_copy_is_refused() {
+        let dir = tmp("published");
+        let s = StateDir::new(&dir);
+        let capsule = json::parse_str(r#"{"a":1}"#).unwrap();
+        let p = Published {
+            seq: 1,
+            cursor: jcs::cursor(&capsule),
+            capsule,
+            recorded_at: None,
+        };
+        s.save_published(&p).unwrap();
+        assert_eq!(s.published().unwrap(), Some(p.clone()));
+        let tampered = Published {
+            capsule: json::parse_str(r#"{"a":2}"#).unwrap(),
+            ..p
+        };
+        s.save_published(&tampered).unwrap();
+        assert!(s.published().unwrap_err().to_string().contains("corrupt"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

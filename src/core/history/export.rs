@@ -1,0 +1,266 @@
+//! The export bundle (`GET /self/{id}/export.json`) and its offline
+//! verification. A bundle carries each retained entry's exact canonical
+//! bytes (as a JSON string) with its seal, the sealed chain head and the
+//! service keyring: everything needed to check it with no network.
+
+use super::verify::{Prev, Report, Verifier};
+use super::{ChainHead, Entry, HistoryIndex, Keyring, Seal, HASH_ALG, SEAL_ALG};
+use crate::core::crypto::is_lower_hex;
+use crate::core::jcs;
+use crate::core::json::{self, Json};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The `format` of bundles this code writes and reads.
+pub const EXPORT_FORMAT: &str = "self-capsule-history/v0";
+
+/// One entry in a bundle: the bytes that were hashed, and the seal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExportEntry {
+    /// RFC 8785 text of the entry without its seal fields.
+    pub canonical: String,
+    pub hash: String,
+    pub service_signature: String,
+    pub signed_by: String,
+}
+
+impl ExportEntry {
+    /// From the stored form ([`Entry::stored_text`]) without parsing it.
+    pub fn from_stored(stored: &str) -> Option<ExportEntry> {
+        let (canonical, seal) = super::canonical_of_stored(stored)?;
+        Some(ExportEntry {
+            canonical,
+            hash: seal.hash,
+            service_signature: seal.service_signature,
+            signed_by: seal.signed_by,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExportBundle {
+    pub format: &'static str,
+    pub agent_id: String,
+    pub hash_alg: &'static str,
+    pub signature_alg: &'static str,
+    /// The sealed chain head the entries must end at.
+    pub head: ChainHead,
+    /// Fingerprint of the key sealing new entries at export time.
+    pub current_key: Option<String>,
+    /// Fingerprint -> public key: every key a retained seal may name.
+    pub keys: BTreeMap<String, String>,
+    /// The retained entries, oldest first.
+    pub entries: Vec<ExportEntry>,
+}
+
+impl ExportBundle {
+    /// `entries` are the retained entries, oldest first.
+    pub fn new(index: &HistoryIndex, entries: &[Entry], keyring: &Keyring) -> ExportBundle {
+        let entries = entries
+            .iter()
+            .map(|e| ExportEntry {
+                canonical: e.canonical(),
+                hash: e.hash.clone(),
+                service_signature: e.service_signature.clone(),
+                signed_by: e.signed_by.clone(),
+            })
+            .collect();
+        ExportBundle::from_parts(index, entries, keyring)
+    }
+
+    /// From already-built entries (e.g. [`ExportEntry::from_stored`]).
+    pub fn from_parts(
+        index: &HistoryIndex,
+        entries: Vec<ExportEntry>,
+        keyring: &Keyring,
+    ) -> ExportBundle {
+        ExportBundle {
+            format: EXPORT_FORMAT,
+            agent_id: index.agent_id.clone(),
+            hash_alg: HASH_ALG,
+            signature_alg: SEAL_ALG,
+            head: index.head.clone(),
+            current_key: keyring.current.clone(),
+            keys: keyring.keys.clone(),
+            entries,
+        }
+    }
+}
+
+/// Optional inputs that make an offline verification stronger.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Keys to trust instead of the bundle's own `keys` (e.g. the service's
+    /// published keyring, fetched or pinned separately).
+    pub trusted_keys: Option<Keyring>,
+    /// The agent the bundle must be about.
+    pub agent_id: Option<String>,
+    /// "Now", for `verified_at`.
+    pub now_ms: Option<u64>,
+}
+
+/// Verifies a bundle with only what it carries (its keys are trusted as
+/// given, which the report warns about).
+pub fn verify_export(bundle: &Json) -> Report {
+    verify_export_with(bundle, &VerifyOptions::default())
+}
+
+/// Verifies a bundle. Never panics on hostile input: anything malformed is a
+/// `schema` failure and the rest is checked as far as it can be.
+pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
+    let mut warnings = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    if bundle.as_object().is_none() {
+        problems.push("the bundle must be a JSON object".into());
+    }
+    match bundle.get("format").and_then(Json::as_str) {
+        Some(EXPORT_FORMAT) => {}
+        _ => problems.push(format!("format must be {EXPORT_FORMAT:?}")),
+    }
+    for (field, want) in [("hash_alg", HASH_ALG), ("signature_alg", SEAL_ALG)] {
+        if bundle.get(field).and_then(Json::as_str) != Some(want) {
+            problems.push(format!("{field} must be {want:?}"));
+        }
+    }
+    let agent_id = match bundle.get("agent_id").and_then(Json::as_str) {
+        Some(s) if is_lower_hex(s, 64) => s.to_owned(),
+        _ => {
+            problems.push("agent_id must be 64 lowercase hex characters".into());
+            String::new()
+        }
+    };
+    let bundle_keys = {
+        let current = match bundle.get("current_key") {
+            None | Some(Json::Null) => None,
+            Some(Json::String(s)) => Some(s.as_str()),
+            Some(_) => {
+                problems.push("current_key must be a fingerprint or null".into());
+                None
+            }
+        };
+        let (ring, mut bad) =
+            Keyring::from_json(bundle.get("keys").unwrap_or(&Json::Null), current);
+        problems.append(&mut bad);
+        if let Some(c) = current {
+            if !ring.keys.contains_key(c) {
+                problems.push(format!("current_key {c:?} is not in keys"));
+            }
+        }
+        ring
+    };
+    let keyring = match &opts.trusted_keys {
+        Some(t) => {
+            for fp in bundle_keys.keys.keys() {
+                if !t.keys.contains_key(fp) {
+                    warnings.push(format!(
+                        "the bundle lists key {fp}, which is not in the trusted keyring"
+                    ));
+                }
+            }
+            t.clone()
+        }
+        None => {
+            warnings.push(
+                "seals were checked against the keys inside the bundle; compare them with the service's published keyring (GET /api/v1/self/keys) or pin them".into(),
+            );
+            bundle_keys
+        }
+    };
+    let head = match bundle.get("head").map(ChainHead::from_json) {
+        Some(Ok(h)) => Some(h),
+        Some(Err(e)) => {
+            problems.push(e);
+            None
+        }
+        None => {
+            problems.push("head is missing".into());
+            None
+        }
+    };
+    let items: &[Json] = match bundle.get("entries").and_then(Json::as_array) {
+        Some(a) => a,
+        None => {
+            problems.push("entries must be an array".into());
+            &[]
+        }
+    };
+
+    let mut v = Verifier::new(&agent_id, &keyring);
+    for p in problems {
+        v.fail(super::CheckName::Schema, None, p);
+    }
+    if let (Some(want), false) = (&opts.agent_id, agent_id.is_empty()) {
+        if *want != agent_id {
+            v.fail(
+                super::CheckName::Chain,
+                None,
+                "the bundle is about another agent",
+            );
+        }
+    }
+
+    let mut parsed: Vec<Entry> = Vec::with_capacity(items.len());
+    let mut last_readable = true;
+    let mut prev_known = true;
+    for (i, item) in items.iter().enumerate() {
+        match read_item(item) {
+            Err(e) => {
+                v.unreadable(i, None, &e);
+                prev_known = false;
+                last_readable = false;
+            }
+            Ok((entry, text)) => {
+                if jcs::canonicalize(&entry.unsealed()) != text {
+                    v.fail(
+                        super::CheckName::Chain,
+                        Some(entry.sequence),
+                        "canonical is not the RFC 8785 form of the entry",
+                    );
+                }
+                let prev = match (parsed.last(), prev_known) {
+                    (_, false) => Prev::Unknown,
+                    (Some(p), true) => Prev::of(p),
+                    (None, true) => Prev::start(head.as_ref()),
+                };
+                v.entry(&entry, text.as_bytes(), prev);
+                parsed.push(entry);
+                prev_known = true;
+                last_readable = true;
+            }
+        }
+    }
+    let newest = if last_readable { parsed.last() } else { None };
+    if let Some(h) = &head {
+        v.head(h, newest, last_readable);
+    } else if items.is_empty() {
+        v.fail(super::CheckName::Chain, None, "there are no entries");
+    }
+    let first_sequence = parsed.first().map(|e| e.sequence);
+    v.report(
+        head.as_ref(),
+        newest,
+        items.len() as u64,
+        first_sequence,
+        warnings,
+        opts.now_ms,
+    )
+}
+
+/// One bundle entry: its parsed entry and the exact text that was hashed.
+fn read_item(item: &Json) -> Result<(Entry, String), String> {
+    let s = |k: &str| -> Result<String, String> {
+        item.get(k)
+            .and_then(Json::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{k} must be a string"))
+    };
+    let text = s("canonical")?;
+    let seal = Seal {
+        hash: s("hash")?,
+        service_signature: s("service_signature")?,
+        signed_by: s("signed_by")?,
+    };
+    let value = json::parse_str(&text).map_err(|e| format!("canonical is not JSON: {e}"))?;
+    let entry = Entry::from_unsealed(&value, seal)?;
+    Ok((entry, text))
+}

@@ -1,0 +1,440 @@
+//! The service side of history: appending a sealed entry, pruning to the
+//! tier's retention, the index readers are served from, and `since` /
+//! pagination selection over it.
+//!
+//! The index is small (one summary per retained entry plus the sealed head
+//! and the verify report); the entries themselves are stored one per key, so
+//! a read touches only the entries it returns.
+
+use super::verify::{Checks, Prev, Report, Verifier};
+use super::{ChainHead, Entry, HeadFields, Keyring, Seal, ServiceKey};
+use crate::core::crypto::is_lower_hex;
+use crate::core::json::Json;
+use crate::core::time::rfc3339;
+use serde::{Deserialize, Serialize};
+
+/// history.json page size when `limit` is absent, and its maximum.
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 100;
+
+/// Everything about an agent's history except the entries' bodies: what the
+/// Durable Object keeps next to its state and mirrors into KV.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryIndex {
+    pub agent_id: String,
+    /// The sealed chain head (history.json's `chain_head`).
+    pub head: ChainHead,
+    /// Accepted writes ever.
+    pub total_writes: u64,
+    /// The retention that applied at the last append.
+    pub retained_limit: u32,
+    /// The retained entries, oldest first.
+    pub items: Vec<IndexItem>,
+    /// The verify report as of the last append (verify.json).
+    pub report: Report,
+}
+
+/// One retained entry, summarised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexItem {
+    pub sequence: u64,
+    pub seq: u64,
+    pub cursor: String,
+    pub prev_cursor: Option<String>,
+    pub hash: String,
+    pub signed_by: String,
+}
+
+/// An accepted write, about to become an entry.
+#[derive(Debug, Clone, Copy)]
+pub struct NewVersion<'a> {
+    pub agent_id: &'a str,
+    pub seq: u64,
+    pub cursor: &'a str,
+    pub prev_cursor: Option<&'a str>,
+    pub capsule: &'a Json,
+    /// The agent's public key and signature, lowercase hex, as sent.
+    pub public_key: &'a str,
+    pub signature: &'a str,
+    pub accepted_at_ms: u64,
+}
+
+/// The result of [`append`].
+#[derive(Debug, Clone)]
+pub struct Appended {
+    /// The new sealed entry.
+    pub entry: Entry,
+    pub index: HistoryIndex,
+    /// `sequence`s of entries that fell out of the retained window.
+    pub pruned: Vec<u64>,
+}
+
+/// Appends one sealed entry after `prev` (None: genesis), prunes to
+/// `retained` entries (at least 1) and verifies the new entry against the
+/// chain head with the same checks an offline verifier runs. Pruning keeps
+/// the first retained entry's `previous_hash` in the sealed head, so the
+/// window still verifies.
+pub fn append(
+    prev: Option<HistoryIndex>,
+    v: NewVersion<'_>,
+    key: &ServiceKey,
+    keyring: &Keyring,
+    retained: u32,
+    total_writes: u64,
+) -> Appended {
+    let (mut items, old_head, old_checks) = match prev {
+        Some(p) => (p.items, Some(p.head), p.report.checks),
+        None => (Vec::new(), None, Checks::default()),
+    };
+    let sequence = old_head.as_ref().map_or(0, |h| h.length);
+    let mut entry = Entry {
+        sequence,
+        previous_hash: old_head.as_ref().map(|h| h.head_hash.clone()),
+        agent_id: v.agent_id.to_owned(),
+        seq: v.seq,
+        cursor: v.cursor.to_owned(),
+        prev_cursor: v.prev_cursor.map(str::to_owned),
+        capsule: v.capsule.clone(),
+        public_key: v.public_key.to_owned(),
+        signature: v.signature.to_owned(),
+        accepted_at: rfc3339(v.accepted_at_ms),
+        hash: String::new(),
+        service_signature: String::new(),
+        signed_by: String::new(),
+    };
+    let canonical = entry.canonical();
+    let Seal {
+        hash,
+        service_signature,
+        signed_by,
+    } = Seal::make(key, canonical.as_bytes());
+    entry.hash = hash;
+    entry.service_signature = service_signature;
+    entry.signed_by = signed_by;
+
+    items.push(IndexItem {
+        sequence,
+        seq: entry.seq,
+        cursor: entry.cursor.clone(),
+        prev_cursor: entry.prev_cursor.clone(),
+        hash: entry.hash.clone(),
+        signed_by: entry.signed_by.clone(),
+    });
+    let keep = retained.max(1) as usize;
+    let excess = items.len().saturating_sub(keep);
+    let dropped: Vec<IndexItem> = items.drain(..excess).collect();
+    let pruned: Vec<u64> = dropped.iter().map(|i| i.sequence).collect();
+    let first_previous_hash = match dropped.last() {
+        Some(d) => Some(d.hash.clone()),
+        None => old_head
+            .as_ref()
+            .and_then(|h| h.first_previous_hash.clone()),
+    };
+    let first_sequence = items[0].sequence;
+
+    let head = HeadFields {
+        agent_id: v.agent_id.to_owned(),
+        length: sequence + 1,
+        head_hash: entry.hash.clone(),
+        seq: entry.seq,
+        cursor: entry.cursor.clone(),
+        first_sequence,
+        first_previous_hash,
+    }
+    .seal(key);
+
+    // The report: earlier entries' results (each measured when it was
+    // appended) for those still retained, plus this entry's.
+    let mut checks = old_checks;
+    for c in super::CheckName::ALL {
+        let check = checks.get_mut(c);
+        check
+            .failures
+            .retain(|f| f.sequence.is_some_and(|s| s >= first_sequence));
+        check.ok = check.failures.is_empty();
+    }
+    let mut ver = Verifier::with_checks(v.agent_id, keyring, checks);
+    let link = match &old_head {
+        Some(h) => Prev::Entry {
+            sequence: h.length - 1,
+            hash: &h.head_hash,
+            seq: h.seq,
+            cursor: &h.cursor,
+        },
+        None => Prev::Start {
+            sequence: 0,
+            previous_hash: None,
+        },
+    };
+    ver.entry(&entry, canonical.as_bytes(), link);
+    for c in super::CheckName::ALL {
+        ver.checks.get_mut(c).checked = items.len() as u64;
+    }
+    let mut report = ver.report(
+        Some(&head),
+        Some(&entry),
+        items.len() as u64,
+        Some(first_sequence),
+        Vec::new(),
+        Some(v.accepted_at_ms),
+    );
+    // Rotation warnings need every retained entry's signer, not just this one.
+    if let Some(current) = &keyring.current {
+        let mut retired: Vec<(&str, u64)> = Vec::new();
+        for it in &items {
+            if it.signed_by != *current {
+                match retired.iter_mut().find(|(fp, _)| *fp == it.signed_by) {
+                    Some((_, n)) => *n += 1,
+                    None => retired.push((&it.signed_by, 1)),
+                }
+            }
+        }
+        for (fp, n) in retired {
+            report
+                .warnings
+                .push(format!("{n} entries are sealed by the retired key {fp}"));
+        }
+    }
+
+    Appended {
+        index: HistoryIndex {
+            agent_id: v.agent_id.to_owned(),
+            head,
+            total_writes,
+            retained_limit: retained,
+            items,
+            report,
+        },
+        entry,
+        pruned,
+    }
+}
+
+/// `cursor` as the service spells it: `sha256:` + 64 lowercase hex. Accepts
+/// the bare hex and any letter case.
+pub fn normalize_cursor(s: &str) -> Option<String> {
+    let hex = match s.get(..7) {
+        Some(p) if p.eq_ignore_ascii_case("sha256:") => &s[7..],
+        _ => s,
+    };
+    let lower = hex.to_ascii_lowercase();
+    is_lower_hex(&lower, 64).then(|| format!("sha256:{lower}"))
+}
+
+/// A parsed history.json query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    /// Only versions newer than the newest retained entry with this cursor.
+    pub since: Option<String>,
+    /// Only versions with `sequence` greater than this (what `next` uses).
+    pub after: Option<u64>,
+    /// Only versions with `sequence` less than this (paging backwards).
+    pub before: Option<u64>,
+    pub limit: usize,
+}
+
+impl Default for Query {
+    fn default() -> Self {
+        Query {
+            since: None,
+            after: None,
+            before: None,
+            limit: DEFAULT_LIMIT,
+        }
+    }
+}
+
+/// Why a query cannot be answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryError {
+    /// Malformed or contradictory parameters (400 `bad_query`).
+    Bad(String),
+    /// `since`/`after` names nothing retained (410 `cursor_not_found`).
+    CursorNotFound,
+}
+
+impl Query {
+    /// From the URL's query pairs. Unknown parameters are ignored; a known
+    /// one given twice, malformed, or combined with its opposite is refused.
+    pub fn parse<K: AsRef<str>, V: AsRef<str>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Query, QueryError> {
+        let mut q = Query::default();
+        let mut seen: Vec<String> = Vec::new();
+        let bad = |m: String| Err(QueryError::Bad(m));
+        for (k, v) in pairs {
+            let (k, v) = (k.as_ref(), v.as_ref());
+            if !["since", "after", "before", "limit"].contains(&k) {
+                continue;
+            }
+            if seen.iter().any(|s| s == k) {
+                return bad(format!("{k} is given twice"));
+            }
+            seen.push(k.to_owned());
+            let number = |what: &str| -> Result<u64, QueryError> {
+                match v.parse::<u64>() {
+                    Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+                    _ => Err(QueryError::Bad(format!(
+                        "{what} must be a non-negative integer"
+                    ))),
+                }
+            };
+            match k {
+                "since" => match normalize_cursor(v) {
+                    Some(c) => q.since = Some(c),
+                    None => return bad("since must be a cursor (sha256:<64 hex>)".into()),
+                },
+                "after" => q.after = Some(number("after")?),
+                "before" => q.before = Some(number("before")?),
+                _ => {
+                    let n = number("limit")?;
+                    if n == 0 || n > MAX_LIMIT as u64 {
+                        return bad(format!("limit must be 1..{MAX_LIMIT}"));
+                    }
+                    q.limit = n as usize;
+                }
+            }
+        }
+        if q.since.is_some() && q.after.is_some() {
+            return bad("since and after cannot be combined".into());
+        }
+        if q.before.is_some() && (q.since.is_some() || q.after.is_some()) {
+            return bad("before pages backwards; it cannot be combined with since or after".into());
+        }
+        Ok(q)
+    }
+}
+
+/// Which retained entries a query returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// `sequence`s, newest first.
+    pub sequences: Vec<u64>,
+    /// The query string of the next page (without `?`), if there is one.
+    pub next: Option<String>,
+    /// Forward queries (`since`/`after`) only: nothing newer exists.
+    pub up_to_date: Option<bool>,
+}
+
+impl HistoryIndex {
+    /// The newest retained entry with this cursor (a republished capsule has
+    /// the same cursor as before; the newest one is the state's latest).
+    pub fn find_cursor(&self, cursor: &str) -> Option<&IndexItem> {
+        self.items.iter().rev().find(|i| i.cursor == cursor)
+    }
+
+    /// Entries dropped so far (= the first retained entry's `sequence`).
+    pub fn pruned(&self) -> u64 {
+        self.head.first_sequence
+    }
+
+    pub fn select(&self, q: &Query) -> Result<Selection, QueryError> {
+        let limit = q.limit.clamp(1, MAX_LIMIT);
+        let first = self.items.first().map_or(0, |i| i.sequence);
+        let last = self.items.last().map(|i| i.sequence);
+        // Forward: from just after a known point, oldest first, so a client
+        // following `next` sees every version exactly once.
+        let from = if let Some(c) = &q.since {
+            match self.find_cursor(c) {
+                Some(i) => Some(i.sequence),
+                // The state right before the window: everything retained is newer.
+                None if self.items.first().and_then(|i| i.prev_cursor.as_ref()) == Some(c) => {
+                    Some(first.wrapping_sub(1))
+                }
+                None => return Err(QueryError::CursorNotFound),
+            }
+        } else if let Some(a) = q.after {
+            // A gap (entries after `a` were pruned) or a sequence never
+            // reached cannot be answered faithfully.
+            if a.checked_add(1).is_none_or(|n| n < first) || last.is_none_or(|l| a > l) {
+                return Err(QueryError::CursorNotFound);
+            }
+            Some(a)
+        } else {
+            None
+        };
+        if let Some(from) = from {
+            let newer: Vec<&IndexItem> = self
+                .items
+                .iter()
+                .filter(|i| from == u64::MAX || i.sequence > from)
+                .collect();
+            let page = &newer[..newer.len().min(limit)];
+            let next = (newer.len() > page.len()).then(|| {
+                format!(
+                    "after={}&limit={limit}",
+                    page.last().expect("non-empty").sequence
+                )
+            });
+            return Ok(Selection {
+                sequences: page.iter().rev().map(|i| i.sequence).collect(),
+                next,
+                up_to_date: Some(newer.is_empty()),
+            });
+        }
+        // Backward (default): the newest first, older pages via `before`.
+        let older: Vec<&IndexItem> = self
+            .items
+            .iter()
+            .filter(|i| q.before.is_none_or(|b| i.sequence < b))
+            .collect();
+        let page = &older[older.len().saturating_sub(limit)..];
+        let next = (older.len() > page.len())
+            .then(|| format!("before={}&limit={limit}", page[0].sequence));
+        Ok(Selection {
+            sequences: page.iter().rev().map(|i| i.sequence).collect(),
+            next,
+            up_to_date: None,
+        })
+    }
+
+    /// The history.json body: the selected entries' stored JSON texts
+    /// (`versions`, newest first, spliced in unparsed) and the summary.
+    pub fn history_body(&self, sel: &Selection, versions: &[String]) -> String {
+        #[derive(Serialize)]
+        struct Meta<'a> {
+            agent_id: &'a str,
+            total_writes: u64,
+            oldest_available_seq: Option<u64>,
+            retained: usize,
+            pruned: u64,
+            chain_head: &'a ChainHead,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            up_to_date: Option<bool>,
+            next: Option<String>,
+        }
+        let meta = Meta {
+            agent_id: &self.agent_id,
+            total_writes: self.total_writes,
+            oldest_available_seq: self.items.first().map(|i| i.seq),
+            retained: self.items.len(),
+            pruned: self.pruned(),
+            chain_head: &self.head,
+            up_to_date: sel.up_to_date,
+            next: sel
+                .next
+                .as_ref()
+                .map(|q| format!("{}?{q}", history_url(&self.agent_id))),
+        };
+        let meta = serde_json::to_string(&meta).unwrap_or_else(|_| "{}".into());
+        // `meta` starts with `{"agent_id":`; put versions right after agent_id.
+        let split = meta.find(",\"total_writes\"").unwrap_or(meta.len() - 1);
+        format!(
+            "{},\"versions\":[{}]{}",
+            &meta[..split],
+            versions.join(","),
+            &meta[split..]
+        )
+    }
+}
+
+/// Public path of an agent's history.
+pub fn history_url(agent_id: &str) -> String {
+    format!("/self/{agent_id}/history.json")
+}
+
+/// Public path of one retained version.
+pub fn snapshot_url(agent_id: &str, cursor: &str) -> String {
+    let hex = cursor.strip_prefix("sha256:").unwrap_or(cursor);
+    format!("/self/{agent_id}/snapshot/{hex}.json")
+}

@@ -1,0 +1,555 @@
+//! The checks every entry and head goes through, and the report they add up
+//! to. The same code runs in the Durable Object when it appends an entry, in
+//! [`verify_chain`] over parsed entries, and in `verify_export` over a bundle.
+//!
+//! Five checks, three levels (each level needs the ones before it):
+//!
+//! | level       | check       | what it measures |
+//! |-------------|-------------|------------------|
+//! | `structure` | `schema`    | entries and head are well-formed; every capsule passes the `self_capsule_v0` schema |
+//! |             | `safety`    | every capsule passes the safety scanner (as of this build's rules) |
+//! | `integrity` | `chain`     | every `hash` recomputes; `cursor` recomputes; `sequence` is contiguous, `previous_hash` links, `seq` strictly increases, `prev_cursor` links; `agent_id` binds to the chain's agent; the head matches the window's ends |
+//! | `auth`      | `signature` | `sha256(public_key) == agent_id` and the agent's Ed25519 signature verifies over `SHA-256(JCS({agent_id, seq, capsule}))` |
+//! |             | `seal`      | every `service_signature` (entries and head) verifies under the keyring key `signed_by` names |
+
+use super::{ChainHead, Entry, Keyring};
+use crate::core::crypto::{AgentId, PublicKey};
+use crate::core::jcs;
+use crate::core::json::Json;
+use crate::core::safety;
+use crate::core::time::rfc3339;
+use crate::core::validate;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The five checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckName {
+    Schema,
+    Safety,
+    Chain,
+    Signature,
+    Seal,
+}
+
+impl CheckName {
+    pub const ALL: [CheckName; 5] = [
+        CheckName::Schema,
+        CheckName::Safety,
+        CheckName::Chain,
+        CheckName::Signature,
+        CheckName::Seal,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckName::Schema => "schema",
+            CheckName::Safety => "safety",
+            CheckName::Chain => "chain",
+            CheckName::Signature => "signature",
+            CheckName::Seal => "seal",
+        }
+    }
+    pub fn from_wire(s: &str) -> Option<CheckName> {
+        CheckName::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// How far verification got: each level needs every check of the levels
+/// below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Not even well-formed (or unsafe content).
+    None,
+    /// `schema` and `safety` pass.
+    Structure,
+    /// ... and `chain`.
+    Integrity,
+    /// ... and `signature` and `seal`: everything.
+    Auth,
+}
+
+/// One problem found; `sequence` is null for the head or the bundle itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub sequence: Option<u64>,
+    pub detail: String,
+}
+
+/// One check's measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    pub ok: bool,
+    /// Entries this check examined.
+    pub checked: u64,
+    pub failures: Vec<Failure>,
+}
+
+impl Default for Check {
+    fn default() -> Self {
+        Check {
+            ok: true,
+            checked: 0,
+            failures: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checks {
+    pub schema: Check,
+    pub safety: Check,
+    pub chain: Check,
+    pub signature: Check,
+    pub seal: Check,
+}
+
+impl Checks {
+    pub fn get(&self, c: CheckName) -> &Check {
+        match c {
+            CheckName::Schema => &self.schema,
+            CheckName::Safety => &self.safety,
+            CheckName::Chain => &self.chain,
+            CheckName::Signature => &self.signature,
+            CheckName::Seal => &self.seal,
+        }
+    }
+    pub fn get_mut(&mut self, c: CheckName) -> &mut Check {
+        match c {
+            CheckName::Schema => &mut self.schema,
+            CheckName::Safety => &mut self.safety,
+            CheckName::Chain => &mut self.chain,
+            CheckName::Signature => &mut self.signature,
+            CheckName::Seal => &mut self.seal,
+        }
+    }
+    /// The checks that failed, in the fixed order.
+    pub fn failing(&self) -> Vec<CheckName> {
+        CheckName::ALL
+            .into_iter()
+            .filter(|c| !self.get(*c).ok)
+            .collect()
+    }
+    pub fn level(&self) -> Level {
+        let ok = |c: CheckName| self.get(c).ok;
+        if !(ok(CheckName::Schema) && ok(CheckName::Safety)) {
+            Level::None
+        } else if !ok(CheckName::Chain) {
+            Level::Structure
+        } else if !(ok(CheckName::Signature) && ok(CheckName::Seal)) {
+            Level::Integrity
+        } else {
+            Level::Auth
+        }
+    }
+}
+
+/// What was verified: the window and the head it was checked against.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    /// Entries examined.
+    pub entries: u64,
+    /// `sequence` of the oldest examined entry.
+    pub first_sequence: Option<u64>,
+    /// The head's chain length (entries ever appended).
+    pub length: Option<u64>,
+    pub head_hash: Option<String>,
+}
+
+/// The verify report (also the body of verify.json). Measurements only:
+/// what each check examined and what it found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    pub agent_id: String,
+    /// Every check passed.
+    pub valid: bool,
+    pub level: Level,
+    /// `cursor` and `seq` of the newest entry (null if there is none).
+    pub cursor: Option<String>,
+    pub seq: Option<u64>,
+    pub checks: Checks,
+    pub warnings: Vec<String>,
+    /// When the measurement was taken (absent offline unless given a clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_at: Option<String>,
+    pub window: Window,
+}
+
+impl Report {
+    pub fn failing(&self) -> Vec<CheckName> {
+        self.checks.failing()
+    }
+}
+
+/// What an entry is checked against: where the head says the window
+/// starts, or its predecessor in the window.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Prev<'a> {
+    Start {
+        sequence: u64,
+        previous_hash: Option<&'a str>,
+    },
+    Entry {
+        sequence: u64,
+        hash: &'a str,
+        seq: u64,
+        cursor: &'a str,
+    },
+    /// The predecessor could not be read (already reported).
+    Unknown,
+}
+
+impl<'a> Prev<'a> {
+    pub(crate) fn of(e: &'a Entry) -> Prev<'a> {
+        Prev::Entry {
+            sequence: e.sequence,
+            hash: &e.hash,
+            seq: e.seq,
+            cursor: &e.cursor,
+        }
+    }
+    pub(crate) fn start(head: Option<&'a ChainHead>) -> Prev<'a> {
+        head.map_or(Prev::Unknown, |h| Prev::Start {
+            sequence: h.first_sequence,
+            previous_hash: h.first_previous_hash.as_deref(),
+        })
+    }
+}
+
+/// Accumulates check results.
+pub(crate) struct Verifier<'a> {
+    agent_id: &'a str,
+    keyring: &'a Keyring,
+    pub(crate) checks: Checks,
+    /// Entries sealed per key fingerprint (for rotation warnings).
+    signers: BTreeMap<String, u64>,
+}
+
+impl<'a> Verifier<'a> {
+    pub(crate) fn new(agent_id: &'a str, keyring: &'a Keyring) -> Verifier<'a> {
+        Verifier::with_checks(agent_id, keyring, Checks::default())
+    }
+
+    pub(crate) fn with_checks(
+        agent_id: &'a str,
+        keyring: &'a Keyring,
+        checks: Checks,
+    ) -> Verifier<'a> {
+        Verifier {
+            agent_id,
+            keyring,
+            checks,
+            signers: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn fail(&mut self, c: CheckName, sequence: Option<u64>, detail: impl Into<String>) {
+        let check = self.checks.get_mut(c);
+        check.ok = false;
+        check.failures.push(Failure {
+            sequence,
+            detail: detail.into(),
+        });
+    }
+
+    fn count_entry(&mut self) {
+        for c in CheckName::ALL {
+            self.checks.get_mut(c).checked += 1;
+        }
+    }
+
+    /// An entry that could not even be read: a schema failure, and the chain
+    /// cannot be followed through it.
+    pub(crate) fn unreadable(&mut self, position: usize, sequence: Option<u64>, detail: &str) {
+        self.count_entry();
+        self.fail(
+            CheckName::Schema,
+            sequence,
+            format!("entries[{position}]: {detail}"),
+        );
+        self.fail(
+            CheckName::Chain,
+            sequence,
+            format!(
+                "entries[{position}] is unreadable, so the chain cannot be followed through it"
+            ),
+        );
+    }
+
+    /// All five checks of one entry. `hashed`: the bytes its `hash` claims
+    /// to cover (an export's given text, or the entry's canonical form).
+    pub(crate) fn entry(&mut self, e: &Entry, hashed: &[u8], prev: Prev<'_>) {
+        use CheckName::*;
+        let at = Some(e.sequence);
+        self.count_entry();
+        *self.signers.entry(e.signed_by.clone()).or_default() += 1;
+
+        // structure
+        if let Err(violations) = validate::validate_capsule(&e.capsule) {
+            let codes: Vec<&str> = validate::codes(&violations)
+                .into_iter()
+                .map(|c| c.as_str())
+                .collect();
+            self.fail(
+                Schema,
+                at,
+                format!(
+                    "capsule fails the self_capsule_v0 schema: {}",
+                    codes.join(", ")
+                ),
+            );
+        }
+        let findings = safety::scan(&e.capsule);
+        if !findings.is_empty() {
+            let mut rules: Vec<&str> = findings.iter().map(|f| f.rule).collect();
+            rules.dedup();
+            self.fail(
+                Safety,
+                at,
+                format!(
+                    "safety scanner flags {} string(s) (rules: {})",
+                    findings.len(),
+                    rules.join(", ")
+                ),
+            );
+        }
+
+        // integrity
+        if super::sha3_hex(hashed) != e.hash {
+            self.fail(Chain, at, "hash does not match the entry's canonical bytes");
+        }
+        if jcs::cursor(&e.capsule) != e.cursor {
+            self.fail(Chain, at, "cursor is not sha256 of the canonical capsule");
+        }
+        if e.agent_id != self.agent_id {
+            self.fail(Chain, at, "agent_id is not the chain's agent");
+        }
+        if e.capsule.get("agent_id").and_then(Json::as_str) != Some(e.agent_id.as_str()) {
+            self.fail(
+                Chain,
+                at,
+                "capsule.agent_id differs from the entry's agent_id",
+            );
+        }
+        if (e.sequence == 0) != e.previous_hash.is_none() {
+            self.fail(
+                Chain,
+                at,
+                "previous_hash must be null exactly at genesis (sequence 0)",
+            );
+        }
+        match prev {
+            Prev::Start {
+                sequence,
+                previous_hash,
+            } => {
+                if e.sequence != sequence {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!("the head says the window starts at sequence {sequence}"),
+                    );
+                }
+                if e.previous_hash.as_deref() != previous_hash {
+                    self.fail(
+                        Chain,
+                        at,
+                        "previous_hash is not the head's first_previous_hash",
+                    );
+                }
+            }
+            Prev::Entry {
+                sequence,
+                hash,
+                seq,
+                cursor,
+            } => {
+                if e.sequence != sequence + 1 {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!("sequence does not follow the previous entry's {sequence}"),
+                    );
+                }
+                if e.previous_hash.as_deref() != Some(hash) {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!("previous_hash is not the hash of the entry before it (sequence {sequence})"),
+                    );
+                }
+                if e.seq <= seq {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!(
+                            "seq {} is not greater than the previous entry's {seq}",
+                            e.seq
+                        ),
+                    );
+                }
+                if e.prev_cursor.as_deref() != Some(cursor) {
+                    self.fail(Chain, at, "prev_cursor is not the previous entry's cursor");
+                }
+            }
+            Prev::Unknown => {}
+        }
+
+        // auth
+        match PublicKey::from_hex(&e.public_key) {
+            Err(k) => self.fail(Signature, at, format!("public_key: {k}")),
+            Ok(pk) => {
+                let mut sig = [0u8; 64];
+                let agent = AgentId::parse(&e.agent_id);
+                if agent.as_ref() != Some(&pk.agent_id()) {
+                    self.fail(
+                        Signature,
+                        at,
+                        "sha256(public_key) is not agent_id: signed by another key",
+                    );
+                } else if hex::decode_to_slice(&e.signature, &mut sig).is_err() {
+                    self.fail(Signature, at, "signature is not 128 hex characters");
+                } else {
+                    let agent = agent.expect("compared equal above");
+                    let digest = crate::core::crypto::write_digest(&agent, e.seq, &e.capsule);
+                    if !pk.verify(&digest, &sig) {
+                        self.fail(
+                            Signature,
+                            at,
+                            "the agent's signature does not verify over sha256(JCS({agent_id, seq, capsule}))",
+                        );
+                    }
+                }
+            }
+        }
+        if let Err(d) = e.seal().verify(self.keyring) {
+            self.fail(Seal, at, d);
+        }
+    }
+
+    /// The head: its hash recomputes, it names this agent, it matches the
+    /// newest entry (so a truncated or extended tail shows), and its seal.
+    pub(crate) fn head(&mut self, h: &ChainHead, last: Option<&Entry>, last_readable: bool) {
+        use CheckName::*;
+        if super::sha3_hex(h.canonical().as_bytes()) != h.hash {
+            self.fail(
+                Chain,
+                None,
+                "head: hash does not match the head's canonical bytes",
+            );
+        }
+        if h.agent_id != self.agent_id {
+            self.fail(Chain, None, "head: agent_id is not the chain's agent");
+        }
+        match last {
+            None if last_readable => self.fail(Chain, None, "head: there are no entries"),
+            None => {}
+            Some(l) => {
+                if l.sequence.checked_add(1) != Some(h.length) {
+                    self.fail(
+                        Chain,
+                        None,
+                        format!(
+                            "head: length is {} but the newest entry is sequence {} (entries missing at the tail, or added)",
+                            h.length, l.sequence
+                        ),
+                    );
+                }
+                if l.hash != h.head_hash {
+                    self.fail(
+                        Chain,
+                        None,
+                        "head: head_hash is not the newest entry's hash",
+                    );
+                }
+                if l.seq != h.seq || l.cursor != h.cursor {
+                    self.fail(Chain, None, "head: seq/cursor are not the newest entry's");
+                }
+            }
+        }
+        if let Err(d) = h.seal().verify(self.keyring) {
+            self.fail(Seal, None, format!("head: {d}"));
+        }
+    }
+
+    /// Warnings about the window and the keys (facts worth knowing that are
+    /// not failures).
+    pub(crate) fn warnings(&self, head: Option<&ChainHead>) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(h) = head {
+            if h.first_sequence > 0 {
+                w.push(format!(
+                    "{} older entries are no longer retained; the window starts at sequence {} and is tied to them only by its previous_hash",
+                    h.first_sequence, h.first_sequence
+                ));
+            }
+        }
+        if let Some(current) = &self.keyring.current {
+            for (fp, n) in &self.signers {
+                if fp != current && self.keyring.keys.contains_key(fp) && *n > 0 {
+                    w.push(format!("{n} entries are sealed by the retired key {fp}"));
+                }
+            }
+        }
+        w
+    }
+
+    pub(crate) fn report(
+        self,
+        head: Option<&ChainHead>,
+        newest: Option<&Entry>,
+        entries: u64,
+        first_sequence: Option<u64>,
+        mut warnings: Vec<String>,
+        verified_at_ms: Option<u64>,
+    ) -> Report {
+        let mut all = self.warnings(head);
+        all.append(&mut warnings);
+        Report {
+            agent_id: self.agent_id.to_owned(),
+            valid: self.checks.failing().is_empty(),
+            level: self.checks.level(),
+            cursor: newest
+                .map(|e| e.cursor.clone())
+                .or_else(|| head.map(|h| h.cursor.clone())),
+            seq: newest.map(|e| e.seq).or_else(|| head.map(|h| h.seq)),
+            checks: self.checks,
+            warnings: all,
+            verified_at: verified_at_ms.map(rfc3339),
+            window: Window {
+                entries,
+                first_sequence,
+                length: head.map(|h| h.length),
+                head_hash: head.map(|h| h.head_hash.clone()),
+            },
+        }
+    }
+}
+
+/// Verifies parsed entries (oldest first, e.g. history.json's `versions`
+/// reversed) against a head and a keyring. Hashes are recomputed over each
+/// entry's canonical form.
+pub fn verify_chain(
+    agent_id: &str,
+    head: &ChainHead,
+    entries: &[Entry],
+    keyring: &Keyring,
+    now_ms: Option<u64>,
+) -> Report {
+    let mut v = Verifier::new(agent_id, keyring);
+    let mut prev = Prev::start(Some(head));
+    for e in entries {
+        v.entry(e, e.canonical().as_bytes(), prev);
+        prev = Prev::of(e);
+    }
+    v.head(head, entries.last(), true);
+    v.report(
+        Some(head),
+        entries.last(),
+        entries.len() as u64,
+        entries.first().map(|e| e.sequence),
+        Vec::new(),
+        now_ms,
+    )
+}
