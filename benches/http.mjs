@@ -8,6 +8,7 @@
 import { Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { gzipSync } from "node:zlib";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { newAgent, envelope, exampleCapsule, cursorOf } from "../tests/e2e/helpers.mjs";
@@ -41,8 +42,13 @@ const mf = new Miniflare({
     IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
   },
   durableObjectsPersist: false,
-  // Quotas out of the way so every benchmark PUT is a real accept.
-  bindings: { FREE_WRITES_PER_24H: "1000000000", FREE_NEW_AGENTS_PER_IP_24H: "1000000000" },
+  // Quotas out of the way so every benchmark PUT is a real accept; a fresh
+  // service key per run (writes fail closed without one).
+  bindings: {
+    FREE_WRITES_PER_24H: "1000000000",
+    FREE_NEW_AGENTS_PER_IP_24H: "1000000000",
+    SERVICE_SIGNING_KEY: randomBytes(32).toString("hex"),
+  },
   structuredWorkerdLogs: true,
   handleStructuredLogs: () => {},
 });
