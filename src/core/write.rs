@@ -228,29 +228,7 @@ pub fn check(
     now_ms: u64,
     tiers: &TierTable,
 ) -> Result<Candidate, Rejection> {
-    if body.len() > MAX_BODY_BYTES {
-        let mut r = Rejection::one(
-            R::PayloadTooLarge,
-            format!(
-                "request body is {} bytes; the cap is {MAX_BODY_BYTES}",
-                body.len()
-            ),
-        );
-        r.max_bytes = Some(MAX_BODY_BYTES);
-        r.observed_bytes = Some(body.len());
-        return Err(r);
-    }
-    let envelope = json::parse(body).map_err(|e| {
-        let what = match e {
-            JsonError::DuplicateKey(_) => "duplicate object key".to_string(),
-            other => other.to_string(),
-        };
-        Rejection::one(
-            R::InvalidJson,
-            format!("body is not acceptable JSON: {what}"),
-        )
-    })?;
-    let signed = authenticate(&envelope, path_agent)?;
+    let signed = authenticate_body(body, path_agent)?;
 
     // Authenticated from here on: stored state may be consulted and revealed.
     // The seq check comes before the cooldown, so a replayed envelope is

@@ -32,19 +32,11 @@ pub async fn handle(
     agent: &AgentId,
     head_only: bool,
 ) -> worker::Result<Response> {
-    let kv = env.kv(KV_BINDING)?;
-    let raw = kv
-        .get(&history_kv_key(agent))
-        .text()
-        .await
-        .map_err(|e| worker::Error::RustError(format!("kv get: {e}")))?;
-    let Some(raw) = raw else {
-        return Ok(http::error(
-            ReasonCode::CapsuleNotFound,
-            Audience::Read,
-            None,
-        ));
+    let raw = match super::reads::kv_text_or_404(env, &history_kv_key(agent)).await? {
+        Ok(raw) => raw,
+        Err(not_found) => return Ok(not_found),
     };
+    let kv = env.kv(KV_BINDING)?;
     let index: HistoryIndex = match serde_json::from_str(&raw) {
         Ok(i) => i,
         Err(e) => {

@@ -21,18 +21,9 @@ pub async fn handle(
     head_only: bool,
 ) -> worker::Result<Response> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let kv = env.kv(KV_BINDING)?;
-    let raw = kv
-        .get(&kv_key(agent))
-        .text()
-        .await
-        .map_err(|e| worker::Error::RustError(format!("kv get: {e}")))?;
-    let Some(raw) = raw else {
-        return Ok(http::error(
-            ReasonCode::CapsuleNotFound,
-            Audience::Read,
-            None,
-        ));
+    let raw = match kv_text_or_404(env, &kv_key(agent)).await? {
+        Ok(raw) => raw,
+        Err(not_found) => return Ok(not_found),
     };
     // The polling hot path: a conditional GET only needs the cursor, so peek
     // at that one field (serde skips the capsule without building it) and
@@ -91,4 +82,19 @@ pub fn not_modified(etag: &str) -> Response {
     let resp = http::respond(304, None, READ_CACHE_CONTROL);
     http::set(resp.headers(), "ETag", &format!("\"{etag}\""));
     resp
+}
+
+/// The text stored in KV at `key`, or (as `Err`) the 404 answer for an agent
+/// that has published nothing. Every per-agent read starts here.
+pub(super) async fn kv_text_or_404(
+    env: &Env,
+    key: &str,
+) -> worker::Result<Result<String, Response>> {
+    let raw = env
+        .kv(KV_BINDING)?
+        .get(key)
+        .text()
+        .await
+        .map_err(|e| worker::Error::RustError(format!("kv get: {e}")))?;
+    Ok(raw.ok_or_else(|| http::error(ReasonCode::CapsuleNotFound, Audience::Read, None)))
 }

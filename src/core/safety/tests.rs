@@ -6,46 +6,7 @@ use super::FindingClass::{self, Injection, Secret, Url};
 use super::*;
 use crate::core::json::{parse_str, Json};
 
-const EXAMPLE: &str = r#"{
-  "schema_version": "self_capsule_v0",
-  "agent_id": "3b2f0d7c3a6d5f4c1c8b2a1a9f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e",
-  "policy": {
-    "policy_version": "v0",
-    "rehydrate_mode": "strict",
-    "deny_external_instructions": true,
-    "deny_tool_instructions_in_text": true,
-    "memory_budget": { "max_rehydrate_tokens": 900, "max_objectives": 8 }
-  },
-  "constraints": [
-    { "id": "no-shell", "type": "no_shell", "value": true },
-    { "id": "no-secrets-export", "type": "no_secrets_export", "value": true },
-    { "id": "allowed-tools", "type": "allowed_tools", "value": ["diffdelta.self.head", "diffdelta.self.get", "web.read"] },
-    { "id": "allowed-domains", "type": "allowed_domains", "value": ["diffdelta.io", "github.com"] }
-  ],
-  "objectives": [
-    {
-      "id": "rehydrate-v0",
-      "status": "in_progress",
-      "priority": "high",
-      "title": "Maintain a compact self capsule for restart-safe continuity",
-      "checkpoint": "Update only on objective state transitions; poll head every 10 minutes."
-    }
-  ],
-  "capabilities": {
-    "tool_allowlist": ["diffdelta.self.head", "diffdelta.self.get", "web.read"],
-    "feature_flags": ["rehydrate_on_start", "poll_head_10m"]
-  },
-  "pointers": {
-    "receipts": [
-      {
-        "name": "capsule-spec",
-        "content_hash": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-        "evidence_url": "https://diffdelta.io/docs/spec/self-capsule-v0"
-      }
-    ]
-  },
-  "self_motto": "Rehydrate from primitives. No transcripts. Safety before speed."
-}"#;
+const EXAMPLE: &str = include_str!("../../../tests/vectors/spec_example_capsule.json");
 
 fn example() -> Json {
     parse_str(EXAMPLE).expect("example parses")
