@@ -1,4 +1,4 @@
-use super::index::{normalize_cursor, MAX_LIMIT};
+use super::index::{normalize_cursor, Appended, MAX_LIMIT};
 use super::*;
 use crate::core::crypto::write_digest;
 use crate::core::json::{parse_str, Json};
@@ -61,6 +61,38 @@ fn build_with(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> (Vec<Entr
         prev_cursor = Some(cursor);
     }
     (all, index.unwrap())
+}
+
+/// Appends a correctly signed seq-3 version with `motto` to a two-entry chain.
+fn append_third(
+    index: HistoryIndex,
+    motto: &str,
+    key: &ServiceKey,
+    keyring: &Keyring,
+    retained: u32,
+) -> Appended {
+    let a = agent();
+    let c = capsule(&a, motto);
+    let sig = hex::encode(a.sign(&write_digest(&a.agent_id(), 3, &c)));
+    let cursor = crate::core::jcs::cursor(&c);
+    let prev = index.head.cursor.clone();
+    append(
+        Some(index),
+        NewVersion {
+            agent_id: a.agent_id().as_str(),
+            seq: 3,
+            cursor: &cursor,
+            prev_cursor: Some(&prev),
+            capsule: &c,
+            public_key: &a.public_key().to_hex(),
+            signature: &sig,
+            accepted_at_ms: T0,
+        },
+        key,
+        keyring,
+        retained,
+        3,
+    )
 }
 
 fn retained(all: &[Entry], index: &HistoryIndex) -> Vec<Entry> {
@@ -195,28 +227,8 @@ fn pruning_keeps_the_window_verifiable() {
 #[test]
 fn append_reports_each_pruned_sequence() {
     let (_, index) = build(2, 2);
-    let a = agent();
-    let c = capsule(&a, "Third.");
-    let sig = hex::encode(a.sign(&write_digest(&a.agent_id(), 3, &c)));
-    let cursor = crate::core::jcs::cursor(&c);
-    let prev = index.head.cursor.clone();
-    let out = append(
-        Some(index),
-        NewVersion {
-            agent_id: a.agent_id().as_str(),
-            seq: 3,
-            cursor: &cursor,
-            prev_cursor: Some(&prev),
-            capsule: &c,
-            public_key: &a.public_key().to_hex(),
-            signature: &sig,
-            accepted_at_ms: T0,
-        },
-        &service(),
-        &ring(),
-        1, // retention shrank (e.g. a downgrade): two entries go at once
-        3,
-    );
+    // retention shrank (e.g. a downgrade): two entries go at once
+    let out = append_third(index, "Third.", &service(), &ring(), 1);
     assert_eq!(out.pruned, [0, 1]);
     assert_eq!(out.index.items.len(), 1);
     assert_eq!(out.index.head.first_sequence, 2);
@@ -256,28 +268,7 @@ fn rotation_keeps_old_seals_verifiable_and_says_so() {
     assert_eq!(r.failing(), [CheckName::Seal]);
     assert_eq!(r.level, Level::Integrity);
     // Appending with the new key continues the same chain.
-    let a = agent();
-    let c = capsule(&a, "After rotation.");
-    let sig = hex::encode(a.sign(&write_digest(&a.agent_id(), 3, &c)));
-    let cursor = crate::core::jcs::cursor(&c);
-    let prev = index.head.cursor.clone();
-    let out = append(
-        Some(index),
-        NewVersion {
-            agent_id: a.agent_id().as_str(),
-            seq: 3,
-            cursor: &cursor,
-            prev_cursor: Some(&prev),
-            capsule: &c,
-            public_key: &a.public_key().to_hex(),
-            signature: &sig,
-            accepted_at_ms: T0,
-        },
-        &new_key,
-        &rotated,
-        10,
-        3,
-    );
+    let out = append_third(index, "After rotation.", &new_key, &rotated, 10);
     assert!(out.index.report.valid, "{:?}", out.index.report);
     assert!(out
         .index
