@@ -791,7 +791,7 @@ impl Client {
         let target = self.target(agent)?;
         let mut query = Vec::new();
         if let Some(c) = since {
-            let c = history::index::normalize_cursor(c).ok_or_else(|| {
+            let c = crate::core::jcs::normalize_cursor(c).ok_or_else(|| {
                 Error::local(format!(
                     "not a cursor: {c:?} (expected sha256:<64 hex> or the 64 hex digits)"
                 ))

@@ -28,7 +28,34 @@ pub fn cursor(capsule: &Json) -> String {
 
 /// The cursor of already-canonical bytes (saves re-canonicalising).
 pub fn cursor_of_canonical(canonical: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(canonical)))
+    format!("{CURSOR_PREFIX}{}", hex::encode(Sha256::digest(canonical)))
+}
+
+/// The 64 hex digits of a cursor (or of an ETag value, which is the same
+/// without the prefix): strips `sha256:` when present.
+pub fn cursor_hex(cursor: &str) -> &str {
+    cursor.strip_prefix(CURSOR_PREFIX).unwrap_or(cursor)
+}
+
+/// The prefix of every cursor.
+pub const CURSOR_PREFIX: &str = "sha256:";
+
+/// Whether `s` is a cursor exactly as the service writes it:
+/// `sha256:` + 64 lowercase hex.
+pub fn is_cursor(s: &str) -> bool {
+    s.strip_prefix(CURSOR_PREFIX)
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// A cursor as a client may type it (bare hex, any letter case, with or
+/// without the prefix in any case), spelled as the service spells it.
+pub fn normalize_cursor(s: &str) -> Option<String> {
+    let hex = match s.get(..CURSOR_PREFIX.len()) {
+        Some(p) if p.eq_ignore_ascii_case(CURSOR_PREFIX) => &s[CURSOR_PREFIX.len()..],
+        _ => s,
+    };
+    let cursor = format!("{CURSOR_PREFIX}{}", hex.to_ascii_lowercase());
+    is_cursor(&cursor).then_some(cursor)
 }
 
 fn write_value(out: &mut String, value: &Json) {

@@ -9,8 +9,6 @@ use serde::{Deserialize, Serialize};
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Polling hint in head.json.
 pub const HEAD_TTL_SEC: u64 = 600;
-/// `Cache-Control: max-age` on reads.
-pub const READ_MAX_AGE_SEC: u64 = 60;
 /// The rolling quota window.
 pub const WINDOW_SEC: u64 = 24 * 60 * 60;
 /// Consecutive signed-but-rejected writes before the cooldown starts.

@@ -16,6 +16,7 @@
 //! | KV record and head.json                   | [`record`]  |
 //! | hash-chained, sealed history; verify      | [`history`] |
 //! | clock formatting                          | [`time`]    |
+//! | every public URL, route and method        | [`urls`]    |
 //! | rehydration prompt rendering              | [`render`]  |
 
 pub mod crypto;
@@ -30,5 +31,6 @@ pub mod record;
 pub mod render;
 pub mod safety;
 pub mod time;
+pub mod urls;
 pub mod validate;
 pub mod write;

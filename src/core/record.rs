@@ -7,6 +7,7 @@ use crate::core::json::Json;
 use crate::core::limits::{Tier, HEAD_TTL_SEC};
 use crate::core::quota::{Usage, Window};
 use crate::core::time::rfc3339;
+use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 
 /// KV key of an agent's published record (the v0 key layout).
@@ -23,16 +24,6 @@ pub fn history_kv_key(agent_id: &AgentId) -> String {
 /// KV key of one retained history entry (its stored text).
 pub fn entry_kv_key(agent_id: &AgentId, sequence: u64) -> String {
     format!("self:entry:{agent_id}:{sequence:016}")
-}
-
-/// Public path of the capsule (relative, like the spec's example).
-pub fn capsule_url(agent_id: &str) -> String {
-    format!("/self/{agent_id}/capsule.json")
-}
-
-/// Public path of the head pointer.
-pub fn head_url(agent_id: &str) -> String {
-    format!("/self/{agent_id}/head.json")
 }
 
 /// The KV mirror of an agent's last accepted write.
@@ -104,7 +95,7 @@ impl Record {
             seq: self.seq,
             generated_at: rfc3339(now_ms),
             ttl_sec: HEAD_TTL_SEC,
-            capsule_url: capsule_url(&self.agent_id),
+            capsule_url: Doc::Capsule.path(&self.agent_id),
             writes: self.writes_view(now_ms),
         }
     }
@@ -124,6 +115,6 @@ impl Record {
 
     /// The ETag value (without quotes): the cursor's hex part.
     pub fn etag(&self) -> &str {
-        self.cursor.strip_prefix("sha256:").unwrap_or(&self.cursor)
+        jcs::cursor_hex(&self.cursor)
     }
 }

@@ -4,6 +4,7 @@
 //! Lengths count Unicode scalar values. Success yields the typed [`Capsule`].
 
 use crate::core::crypto::is_lower_hex;
+use crate::core::jcs;
 use crate::core::json::{path, Json};
 use crate::core::model::*;
 use crate::core::reason::ReasonCode as R;
@@ -631,12 +632,7 @@ impl Checker {
                 RECEIPT_NAME_MAX,
             );
             let content_hash = match item.get("content_hash").and_then(Json::as_str) {
-                Some(h)
-                    if h.strip_prefix("sha256:")
-                        .is_some_and(|hex| is_lower_hex(hex, 64)) =>
-                {
-                    Some(h.to_owned())
-                }
+                Some(h) if jcs::is_cursor(h) => Some(h.to_owned()),
                 _ => {
                     self.push(
                         R::ReceiptContentHash,

@@ -16,9 +16,10 @@ use crate::core::json::{self, Json, JsonError};
 use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
 use crate::core::quota::{Cooldown, Window};
 use crate::core::reason::{self, ReasonCode as R};
-use crate::core::record::{capsule_url, head_url, Record, RecordWrites, WritesView};
+use crate::core::record::{Record, RecordWrites, WritesView};
 use crate::core::safety::{self, Finding};
 use crate::core::time::{rfc3339, secs_until};
+use crate::core::urls::Doc;
 use crate::core::validate::{self, Violation};
 use serde::{Deserialize, Serialize};
 
@@ -113,9 +114,6 @@ pub struct Rejection {
     /// The envelope's seq, when it got that far (for logs only).
     #[serde(skip)]
     pub seq: Option<u64>,
-    /// Whether the signature had verified when the write was refused.
-    #[serde(skip)]
-    authenticated: bool,
     /// Set when the request was authenticated and the reject counts toward
     /// the cooldown: the seq and the signed digest (hex).
     #[serde(skip)]
@@ -135,7 +133,6 @@ impl Rejection {
             max_bytes: None,
             observed_bytes: None,
             seq: None,
-            authenticated: false,
             counts_toward_cooldown: None,
         }
     }
@@ -149,7 +146,6 @@ impl Rejection {
     }
     fn authenticated(mut self, c: &Signed) -> Rejection {
         self.seq = Some(c.seq);
-        self.authenticated = true;
         if !self.reason_codes.contains(&R::ReplaySeq) {
             self.counts_toward_cooldown = Some((c.seq, hex::encode(c.digest)));
         }
@@ -167,7 +163,6 @@ impl Rejection {
         )
         .wait_until(now_ms, reset_at_ms);
         r.seq = Some(c.seq);
-        r.authenticated = true;
         r.counts_toward_cooldown = Some((c.seq, hex::encode(c.digest)));
         r
     }
@@ -191,11 +186,6 @@ impl Rejection {
         r.observed_bytes = Some(observed_bytes);
         r
     }
-    /// Whether the request's signature had verified (so stored state was
-    /// consulted). Unauthenticated rejections never depend on stored state.
-    pub fn is_authenticated(&self) -> bool {
-        self.authenticated
-    }
 }
 
 /// The parsed envelope after the signature checked out.
@@ -205,6 +195,36 @@ struct Signed {
     public_key: PublicKey,
     signature: String,
     digest: [u8; 32],
+}
+
+/// The checks on the capsule itself, in contract order: the
+/// `self_capsule_v0` schema, then the safety scan. The service's write path
+/// and the client's local pre-check both call this, so a client refuses
+/// exactly what the service would, with the same codes, details and
+/// findings. (Whether `capsule.agent_id` names the signer is an envelope
+/// question, checked before the signature.)
+pub fn check_capsule(capsule: &Json) -> Result<(), Rejection> {
+    if let Err(violations) = validate::validate_capsule(capsule) {
+        let mut r = Rejection::new(
+            validate::codes(&violations),
+            format!(
+                "capsule fails the self_capsule_v0 schema ({} problems)",
+                violations.len()
+            ),
+        );
+        r.findings = violations.into_iter().map(FindingOut::Schema).collect();
+        return Err(r);
+    }
+    let findings = safety::scan(capsule);
+    if !findings.is_empty() {
+        let mut r = Rejection::one(
+            R::UnsafeContent,
+            format!("safety scanner flagged {} string(s)", findings.len()),
+        );
+        r.findings = findings.into_iter().map(FindingOut::Safety).collect();
+        return Err(r);
+    }
+    Ok(())
 }
 
 /// Steps 1-4 only (body cap, JSON, envelope shape, signature): everything
@@ -267,26 +287,7 @@ pub fn check(
         .wait_until(now_ms, until)
         .authenticated(&signed));
     }
-    if let Err(violations) = validate::validate_capsule(&signed.capsule) {
-        let mut r = Rejection::new(
-            validate::codes(&violations),
-            format!(
-                "capsule fails the self_capsule_v0 schema ({} problems)",
-                violations.len()
-            ),
-        );
-        r.findings = violations.into_iter().map(FindingOut::Schema).collect();
-        return Err(r.authenticated(&signed));
-    }
-    let findings = safety::scan(&signed.capsule);
-    if !findings.is_empty() {
-        let mut r = Rejection::one(
-            R::UnsafeContent,
-            format!("safety scanner flagged {} string(s)", findings.len()),
-        );
-        r.findings = findings.into_iter().map(FindingOut::Safety).collect();
-        return Err(r.authenticated(&signed));
-    }
+    check_capsule(&signed.capsule).map_err(|r| r.authenticated(&signed))?;
     let limits = tiers.get(state.tier);
     let canonical = jcs::canonicalize(&signed.capsule);
     if canonical.len() > limits.max_capsule_bytes {
@@ -480,8 +481,8 @@ impl AgentState {
             changed,
             generated_at: rfc3339(now_ms),
             ttl_sec: HEAD_TTL_SEC,
-            capsule_url: capsule_url(c.agent_id.as_str()),
-            head_url: head_url(c.agent_id.as_str()),
+            capsule_url: Doc::Capsule.path(c.agent_id.as_str()),
+            head_url: Doc::Head.path(c.agent_id.as_str()),
             writes: record.writes_view(now_ms),
         };
         (record, body)

@@ -8,9 +8,10 @@
 
 use super::verify::{Checks, Prev, Report, Verifier};
 use super::{ChainHead, Entry, HeadFields, Keyring, Seal, ServiceKey};
-use crate::core::crypto::is_lower_hex;
+use crate::core::jcs::normalize_cursor;
 use crate::core::json::Json;
 use crate::core::time::rfc3339;
+use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 
 /// history.json page size when `limit` is absent, and its maximum.
@@ -208,17 +209,6 @@ pub fn append(
         entry,
         pruned,
     }
-}
-
-/// `cursor` as the service spells it: `sha256:` + 64 lowercase hex. Accepts
-/// the bare hex and any letter case.
-pub fn normalize_cursor(s: &str) -> Option<String> {
-    let hex = match s.get(..7) {
-        Some(p) if p.eq_ignore_ascii_case("sha256:") => &s[7..],
-        _ => s,
-    };
-    let lower = hex.to_ascii_lowercase();
-    is_lower_hex(&lower, 64).then(|| format!("sha256:{lower}"))
 }
 
 /// A parsed history.json query.
@@ -430,11 +420,5 @@ impl HistoryIndex {
 
 /// Public path of an agent's history.
 pub fn history_url(agent_id: &str) -> String {
-    format!("/self/{agent_id}/history.json")
-}
-
-/// Public path of one retained version.
-pub fn snapshot_url(agent_id: &str, cursor: &str) -> String {
-    let hex = cursor.strip_prefix("sha256:").unwrap_or(cursor);
-    format!("/self/{agent_id}/snapshot/{hex}.json")
+    Doc::History.path(agent_id)
 }

@@ -529,12 +529,7 @@ impl<'a> Fields<'a> {
     }
     fn cursor(&self, k: &str) -> Result<String, String> {
         match self.get(k).as_str() {
-            Some(s)
-                if s.strip_prefix("sha256:")
-                    .is_some_and(|h| is_lower_hex(h, 64)) =>
-            {
-                Ok(s.to_owned())
-            }
+            Some(s) if jcs::is_cursor(s) => Ok(s.to_owned()),
             _ => Err(self.err(k, "\"sha256:\" + 64 lowercase hex characters")),
         }
     }

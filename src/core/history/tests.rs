@@ -1,6 +1,7 @@
-use super::index::{normalize_cursor, Appended, MAX_LIMIT};
+use super::index::{Appended, MAX_LIMIT};
 use super::*;
 use crate::core::crypto::write_digest;
+use crate::core::jcs::normalize_cursor;
 use crate::core::json::{parse_str, Json};
 
 const T0: u64 = 1_770_681_600_000;

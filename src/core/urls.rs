@@ -1,0 +1,295 @@
+//! Every public URL of the service, in one place: how a request path is
+//! parsed into a [`Route`], how each per-agent document ([`Doc`]) is spelled,
+//! and which methods each route allows. The Worker routes with it, the client
+//! builds its URLs with it, and the OpenAPI test enumerates it, so a route
+//! cannot exist in one of them and not the others.
+//!
+//! Matching is a plain split on `/` (no router crate): there are a handful of
+//! routes and every byte of wasm counts against cold start time. Anything
+//! not listed here (including trailing slashes) is unknown, so every
+//! document has exactly one spelling per prefix for caches.
+
+use crate::core::crypto::AgentId;
+use crate::core::jcs::cursor_hex;
+use std::borrow::Cow;
+
+/// The prefixes every per-agent document lives under (the same documents
+/// under both). `/api/v1/self/` also holds the service routes.
+pub const PREFIXES: [&str; 2] = ["/self/", "/api/v1/self/"];
+/// Path of the stateless bootstrap helper.
+pub const BOOTSTRAP_PATH: &str = "/api/v1/self/bootstrap";
+/// Path of the service keyring.
+pub const KEYS_PATH: &str = "/api/v1/self/keys";
+
+/// `Allow` of the read-only documents.
+pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";
+/// `Allow` of capsule.json (the only writable document).
+pub const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
+/// `Allow` of bootstrap.
+pub const ALLOW_BOOTSTRAP: &str = "POST, OPTIONS";
+
+/// The request methods the service tells apart. Anything else (`DELETE`,
+/// `PATCH`, WebDAV's `PROPFIND`, …) is [`Method::Other`], which no route
+/// allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// `GET`
+    Get,
+    /// `HEAD`: a GET without the body.
+    Head,
+    /// `PUT`: the signed write.
+    Put,
+    /// `POST`: bootstrap only.
+    Post,
+    /// `OPTIONS`: CORS preflight.
+    Options,
+    /// Every other method.
+    Other,
+}
+
+impl Method {
+    /// Reads a raw request method (ASCII case-insensitive, as the runtime
+    /// normalises the standard ones anyway).
+    pub fn parse(raw: &str) -> Method {
+        const KNOWN: [(&str, Method); 5] = [
+            ("GET", Method::Get),
+            ("HEAD", Method::Head),
+            ("PUT", Method::Put),
+            ("POST", Method::Post),
+            ("OPTIONS", Method::Options),
+        ];
+        KNOWN
+            .iter()
+            .find(|(name, _)| raw.eq_ignore_ascii_case(name))
+            .map_or(Method::Other, |(_, m)| *m)
+    }
+
+    /// `GET` or `HEAD`.
+    pub fn is_read(self) -> bool {
+        matches!(self, Method::Get | Method::Head)
+    }
+}
+
+/// A per-agent public document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doc<'a> {
+    /// `head.json`: the ~200-byte pointer agents poll.
+    Head,
+    /// `capsule.json`: the capsule's canonical bytes; `PUT` writes it.
+    Capsule,
+    /// `history.json`: retained versions, newest first.
+    History,
+    /// `verify.json`: the chain's verification report.
+    Verify,
+    /// `export.json`: the offline-verifiable bundle.
+    Export,
+    /// `snapshot/{cursor}.json`, holding the cursor text as it appeared in
+    /// the path (parse it with [`crate::core::jcs::normalize_cursor`]).
+    Snapshot(&'a str),
+}
+
+impl<'a> Doc<'a> {
+    /// The documents with a fixed file name, in the order the docs list them.
+    pub const FIXED: [Doc<'static>; 5] = [
+        Doc::Head,
+        Doc::Capsule,
+        Doc::History,
+        Doc::Verify,
+        Doc::Export,
+    ];
+    /// The parts of `snapshot/{cursor}.json` around the cursor.
+    pub const SNAPSHOT_PARTS: (&'static str, &'static str) = ("snapshot/", ".json");
+
+    /// The file part of the path: `head.json`, `snapshot/{hex}.json` …
+    pub fn file(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            Doc::Head => "head.json",
+            Doc::Capsule => "capsule.json",
+            Doc::History => "history.json",
+            Doc::Verify => "verify.json",
+            Doc::Export => "export.json",
+            Doc::Snapshot(cursor) => {
+                let (pre, post) = Doc::SNAPSHOT_PARTS;
+                return Cow::Owned(format!("{pre}{}{post}", cursor_hex(cursor)));
+            }
+        })
+    }
+
+    /// The document's public path under `/self/` (relative, as the spec's
+    /// examples and the service's own bodies spell it).
+    pub fn path(&self, agent_id: &str) -> String {
+        format!("{}{agent_id}/{}", PREFIXES[0], self.file())
+    }
+
+    /// The `Allow` value for this document.
+    pub fn allow(&self) -> &'static str {
+        match self {
+            Doc::Capsule => ALLOW_CAPSULE,
+            _ => ALLOW_READ,
+        }
+    }
+
+    fn from_file(file: &'a str) -> Option<Doc<'a>> {
+        if let Some(doc) = Doc::FIXED.into_iter().find(|d| d.file() == file) {
+            return Some(doc);
+        }
+        let (pre, post) = Doc::SNAPSHOT_PARTS;
+        let cursor = file.strip_prefix(pre)?.strip_suffix(post)?;
+        (!cursor.is_empty() && !cursor.contains('/')).then_some(Doc::Snapshot(cursor))
+    }
+}
+
+/// What a request path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// A per-agent document; `raw_id` is the id segment as sent (checked by
+    /// [`Route::dispatch`] only after the method, so a bad method on a bad
+    /// id is a 405 like any other).
+    Agent {
+        /// Which document.
+        doc: Doc<'a>,
+        /// The agent id segment, unparsed.
+        raw_id: &'a str,
+    },
+    /// `POST /api/v1/self/bootstrap`.
+    Bootstrap,
+    /// `GET /api/v1/self/keys`.
+    Keys,
+    /// Nothing lives here.
+    NotFound,
+}
+
+/// What the Worker should do with a request: the whole routing decision,
+/// made without touching the request body or any storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action<'a> {
+    /// Serve a per-agent document (`head_only` for `HEAD`).
+    Read {
+        /// Which document.
+        doc: Doc<'a>,
+        /// The agent.
+        agent: AgentId,
+        /// `HEAD`: same headers, no body.
+        head_only: bool,
+    },
+    /// The signed write to capsule.json.
+    Write {
+        /// The agent in the path.
+        agent: AgentId,
+    },
+    /// `POST` bootstrap.
+    Bootstrap,
+    /// The service keyring (`head_only` for `HEAD`).
+    Keys {
+        /// `HEAD`: same headers, no body.
+        head_only: bool,
+    },
+    /// CORS preflight for a route that allows these methods.
+    Preflight {
+        /// The route's `Allow` value.
+        allow: &'static str,
+    },
+    /// 405 with this `Allow`.
+    MethodNotAllowed {
+        /// The route's `Allow` value.
+        allow: &'static str,
+    },
+    /// 400 `bad_agent_id`.
+    BadAgentId,
+    /// 404 `not_found`.
+    NotFound,
+}
+
+impl<'a> Route<'a> {
+    /// `/self/{id}/{head,capsule,history,verify,export}.json`,
+    /// `/self/{id}/snapshot/{cursor}.json`, the same under `/api/v1`, and
+    /// `/api/v1/self/{bootstrap,keys}`.
+    pub fn parse(path: &'a str) -> Route<'a> {
+        if path == BOOTSTRAP_PATH {
+            return Route::Bootstrap;
+        }
+        if path == KEYS_PATH {
+            return Route::Keys;
+        }
+        let Some(rest) = PREFIXES.iter().find_map(|p| path.strip_prefix(p)) else {
+            return Route::NotFound;
+        };
+        let Some((raw_id, file)) = rest.split_once('/') else {
+            return Route::NotFound;
+        };
+        match Doc::from_file(file) {
+            Some(doc) if !raw_id.is_empty() => Route::Agent { doc, raw_id },
+            _ => Route::NotFound,
+        }
+    }
+
+    /// The route's `Allow` value (`None` for [`Route::NotFound`]).
+    pub fn allow(&self) -> Option<&'static str> {
+        match self {
+            Route::Agent { doc, .. } => Some(doc.allow()),
+            Route::Bootstrap => Some(ALLOW_BOOTSTRAP),
+            Route::Keys => Some(ALLOW_READ),
+            Route::NotFound => None,
+        }
+    }
+
+    /// Decides what a `method` on this route does. Order: unknown path,
+    /// preflight, method, then the agent id.
+    pub fn dispatch(self, method: Method) -> Action<'a> {
+        let Some(allow) = self.allow() else {
+            return Action::NotFound;
+        };
+        if method == Method::Options {
+            return Action::Preflight { allow };
+        }
+        let head_only = method == Method::Head;
+        let not_allowed = Action::MethodNotAllowed { allow };
+        match self {
+            Route::NotFound => Action::NotFound,
+            Route::Bootstrap if method == Method::Post => Action::Bootstrap,
+            Route::Keys if method.is_read() => Action::Keys { head_only },
+            Route::Bootstrap | Route::Keys => not_allowed,
+            Route::Agent { doc, raw_id } => {
+                let write = method == Method::Put && doc == Doc::Capsule;
+                if !method.is_read() && !write {
+                    return not_allowed;
+                }
+                let Some(agent) = AgentId::parse(raw_id) else {
+                    return Action::BadAgentId;
+                };
+                if write {
+                    Action::Write { agent }
+                } else {
+                    Action::Read {
+                        doc,
+                        agent,
+                        head_only,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every routable path template with its `Allow` value, for documentation
+/// checks: `{agent_id}` and `{cursor}` stand for the parameters.
+pub fn templates() -> Vec<(String, &'static str)> {
+    let mut docs: Vec<(String, &'static str)> = Doc::FIXED
+        .iter()
+        .map(|d| (d.file().into_owned(), d.allow()))
+        .collect();
+    let (pre, post) = Doc::SNAPSHOT_PARTS;
+    docs.push((format!("{pre}{{cursor}}{post}"), ALLOW_READ));
+    let mut out = Vec::new();
+    for prefix in PREFIXES {
+        for (file, allow) in &docs {
+            out.push((format!("{prefix}{{agent_id}}/{file}"), *allow));
+        }
+    }
+    out.push((BOOTSTRAP_PATH.to_owned(), ALLOW_BOOTSTRAP));
+    out.push((KEYS_PATH.to_owned(), ALLOW_READ));
+    out
+}
+
+#[cfg(test)]
+mod tests;

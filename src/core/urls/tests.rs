@@ -1,0 +1,190 @@
+use super::*;
+
+const ID: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+fn route(path: &str) -> Route<'_> {
+    Route::parse(path)
+}
+
+#[test]
+fn every_document_parses_under_both_prefixes_and_round_trips() {
+    for prefix in PREFIXES {
+        for doc in Doc::FIXED {
+            let path = format!("{prefix}{ID}/{}", doc.file());
+            assert_eq!(route(&path), Route::Agent { doc, raw_id: ID }, "{path}");
+        }
+        let path = format!("{prefix}{ID}/snapshot/abc.json");
+        assert_eq!(
+            route(&path),
+            Route::Agent {
+                doc: Doc::Snapshot("abc"),
+                raw_id: ID
+            }
+        );
+    }
+    assert_eq!(Doc::Head.path(ID), format!("/self/{ID}/head.json"));
+    assert_eq!(Doc::Capsule.path(ID), format!("/self/{ID}/capsule.json"));
+    let cursor = format!("sha256:{}", "ab".repeat(32));
+    assert_eq!(
+        Doc::Snapshot(&cursor).path(ID),
+        format!("/self/{ID}/snapshot/{}.json", "ab".repeat(32))
+    );
+    assert_eq!(
+        route(&Doc::Snapshot(&cursor).path(ID)),
+        Route::Agent {
+            doc: Doc::Snapshot(&"ab".repeat(32)),
+            raw_id: ID
+        }
+    );
+}
+
+#[test]
+fn one_spelling_per_document() {
+    for path in [
+        "/",
+        "/self",
+        "/self/",
+        &format!("/self/{ID}"),
+        &format!("/self/{ID}/"),
+        &format!("/self/{ID}/head.json/"),
+        &format!("/self/{ID}/HEAD.JSON"),
+        &format!("/self/{ID}/head"),
+        &format!("/self//head.json"),
+        &format!("/self/{ID}/snapshot/.json"),
+        &format!("/self/{ID}/snapshot/a/b.json"),
+        &format!("/self/{ID}/snapshot/abc"),
+        &format!("/api/v2/self/{ID}/head.json"),
+        &format!("/api/v1/self/{ID}/nope.json"),
+        "/api/v1/self/bootstrap/",
+        "/self/bootstrap",
+        "/self/keys",
+        "/api/v1/self/",
+    ] {
+        assert_eq!(route(path), Route::NotFound, "{path}");
+    }
+    assert_eq!(route("/api/v1/self/bootstrap"), Route::Bootstrap);
+    assert_eq!(route("/api/v1/self/keys"), Route::Keys);
+    // A service route's name in the id position is just a (bad) agent id.
+    assert_eq!(
+        route("/api/v1/self/keys/head.json"),
+        Route::Agent {
+            doc: Doc::Head,
+            raw_id: "keys"
+        }
+    );
+}
+
+#[test]
+fn methods_parse_case_insensitively_and_unknown_ones_are_other() {
+    assert_eq!(Method::parse("GET"), Method::Get);
+    assert_eq!(Method::parse("get"), Method::Get);
+    assert_eq!(Method::parse("Put"), Method::Put);
+    for raw in [
+        "PROPFIND", "MKCOL", "LOCK", "COPY", "DELETE", "PATCH", "TRACE", "",
+    ] {
+        assert_eq!(Method::parse(raw), Method::Other, "{raw}");
+    }
+}
+
+#[test]
+fn dispatch_decides_preflight_then_method_then_agent_id() {
+    use Method::*;
+    let agent = AgentId::parse(ID).unwrap();
+    let head = format!("/self/{ID}/head.json");
+    let capsule = format!("/api/v1/self/{ID}/capsule.json");
+    let bad_capsule = "/self/not-an-id/capsule.json";
+    let cases: Vec<(&str, Method, Action)> = vec![
+        (
+            &head,
+            Get,
+            Action::Read {
+                doc: Doc::Head,
+                agent: agent.clone(),
+                head_only: false,
+            },
+        ),
+        (
+            &head,
+            Head,
+            Action::Read {
+                doc: Doc::Head,
+                agent: agent.clone(),
+                head_only: true,
+            },
+        ),
+        (&head, Put, Action::MethodNotAllowed { allow: ALLOW_READ }),
+        (&head, Other, Action::MethodNotAllowed { allow: ALLOW_READ }),
+        (&head, Options, Action::Preflight { allow: ALLOW_READ }),
+        (
+            &capsule,
+            Put,
+            Action::Write {
+                agent: agent.clone(),
+            },
+        ),
+        (
+            &capsule,
+            Post,
+            Action::MethodNotAllowed {
+                allow: ALLOW_CAPSULE,
+            },
+        ),
+        (bad_capsule, Put, Action::BadAgentId),
+        (bad_capsule, Get, Action::BadAgentId),
+        (
+            bad_capsule,
+            Options,
+            Action::Preflight {
+                allow: ALLOW_CAPSULE,
+            },
+        ),
+        (
+            bad_capsule,
+            Other,
+            Action::MethodNotAllowed {
+                allow: ALLOW_CAPSULE,
+            },
+        ),
+        ("/api/v1/self/bootstrap", Post, Action::Bootstrap),
+        (
+            "/api/v1/self/bootstrap",
+            Get,
+            Action::MethodNotAllowed {
+                allow: ALLOW_BOOTSTRAP,
+            },
+        ),
+        (
+            "/api/v1/self/bootstrap",
+            Options,
+            Action::Preflight {
+                allow: ALLOW_BOOTSTRAP,
+            },
+        ),
+        ("/api/v1/self/keys", Head, Action::Keys { head_only: true }),
+        (
+            "/api/v1/self/keys",
+            Put,
+            Action::MethodNotAllowed { allow: ALLOW_READ },
+        ),
+        ("/nowhere", Options, Action::NotFound),
+        ("/nowhere", Get, Action::NotFound),
+    ];
+    for (path, method, want) in cases {
+        assert_eq!(route(path).dispatch(method), want, "{method:?} {path}");
+    }
+}
+
+#[test]
+fn templates_list_every_route_once() {
+    let t = templates();
+    assert_eq!(t.len(), 2 * 6 + 2);
+    let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
+    paths.sort();
+    paths.dedup();
+    assert_eq!(paths.len(), t.len());
+    for (template, allow) in &t {
+        let concrete = template.replace("{agent_id}", ID).replace("{cursor}", "ab");
+        let r = route(&concrete);
+        assert_eq!(r.allow(), Some(*allow), "{template}");
+    }
+}
