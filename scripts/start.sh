@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the Worker locally on http://127.0.0.1:8787 with wrangler dev: real
-# workerd, local KV and Durable Objects persisted under .wrangler/state (so
-# capsules survive restarts). No Cloudflare account is needed.
+# Runs the Worker locally on http://127.0.0.1:8787 (PORT=… for another) with
+# wrangler dev: real workerd, local KV and Durable Objects persisted under
+# .wrangler/state (so capsules survive restarts; `npm start -- --persist-to
+# DIR` for another directory). No Cloudflare account is needed. Any other
+# arguments go to `wrangler dev`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
@@ -16,10 +18,22 @@ if ! grep -qs '^SERVICE_SIGNING_KEY=' .dev.vars; then
   chmod 600 .dev.vars
   echo "start: generated a local SERVICE_SIGNING_KEY in .dev.vars"
 fi
+# Defaults the caller can override: a --persist-to of their own (another
+# state directory) replaces ours, wrangler refuses the flag twice; a
+# SELFCAP_PUBLIC_ORIGIN var of their own likewise.
+port="${PORT:-8787}"
+persist=(--persist-to .wrangler/state)
+origin=(--var "SELFCAP_PUBLIC_ORIGIN:http://127.0.0.1:$port")
+for arg in "$@"; do
+  case "$arg" in
+    --persist-to|--persist-to=*) persist=() ;;
+    *SELFCAP_PUBLIC_ORIGIN*) origin=() ;;
+  esac
+done
 # Build once up front (wrangler's [build] hook then finds build/ up to date).
 bash scripts/build-worker.sh
 exec npx --no-install wrangler dev \
-  --ip 127.0.0.1 --port "${PORT:-8787}" \
-  --persist-to .wrangler/state \
+  --ip 127.0.0.1 --port "$port" \
   --show-interactive-dev-session=false \
+  "${persist[@]}" "${origin[@]}" \
   "$@"

@@ -2,10 +2,9 @@
 //! with every status each operation can answer, and every schema it points to
 //! must exist and compile.
 //!
-//! - The routes come from a list below that is checked against
-//!   `src/worker/routes.rs` (its `.json` file names, path prefixes, matched
-//!   path segments and `Allow` values), so adding a route there without
-//!   documenting it fails here.
+//! - The routes come from `core::urls::templates()`, the same type the
+//!   Worker routes with, so a route cannot be served without being
+//!   documented here (and the reverse).
 //! - Statuses and reason codes per operation are checked against
 //!   `ReasonCode::http_status` (the single source of statuses).
 //! - Every `$ref` resolves (to a file in `schemas/` and a JSON pointer in it);
@@ -22,33 +21,18 @@ mod support;
 
 use base64::Engine as _;
 use jsonschema::{Draft, Registry, Validator};
-use self_capsule::core::crypto::{AgentKey, PublicKey, SIGNATURE_ALG};
+use self_capsule::core::bootstrap;
+use self_capsule::core::crypto::AgentKey;
 use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::limits::{TierTable, MAX_BODY_BYTES};
 use self_capsule::core::reason::ReasonCode;
+use self_capsule::core::urls;
 use self_capsule::core::write::{check, AcceptedBody, AgentState, Rejection};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use support::schemas::{LocalFiles, ID_BASE};
-
-/// Per-agent documents, as routed by `src/worker/routes.rs`, each with the
-/// name of the `Allow` constant routes.rs uses for it. Every one exists under
-/// both prefixes. A `{param}` is a path segment routes.rs matches by its
-/// literal parts (`snapshot/` and `.json`), which are checked like names.
-const AGENT_ROUTES: &[(&str, &str)] = &[
-    ("head.json", "ALLOW_HEAD"),
-    ("capsule.json", "ALLOW_CAPSULE"),
-    ("history.json", "ALLOW_HEAD"),
-    ("snapshot/{cursor}.json", "ALLOW_HEAD"),
-    ("verify.json", "ALLOW_HEAD"),
-    ("export.json", "ALLOW_HEAD"),
-];
-/// Routes that exist only under `/api/v1/self/`.
-const API_ONLY_ROUTES: &[(&str, &str)] =
-    &[("bootstrap", "ALLOW_BOOTSTRAP"), ("keys", "ALLOW_HEAD")];
-const PREFIXES: &[&str] = &["/self/", "/api/v1/self/"];
 
 /// GET/HEAD statuses and reason codes, per route (the last path segments of
 /// a documented path); every GET/HEAD operation must have an entry.
@@ -128,191 +112,14 @@ fn schema_files() -> Vec<String> {
     names
 }
 
-// ---------------------------------------------------------------- routes.rs
+// ---------------------------------------------------------------- routes
 
-/// String literals of a Rust source, outside `//` comment lines, each with the
-/// text just before and after it on its line.
-fn literals(src: &str) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for line in src.lines() {
-        if line.trim_start().starts_with("//") {
-            continue;
-        }
-        let chars: Vec<char> = line.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            if chars[i] != '"' || (i > 0 && chars[i - 1] == '\'') {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            let mut j = i + 1;
-            let mut lit = String::new();
-            while j < chars.len() && chars[j] != '"' {
-                if chars[j] == '\\' && j + 1 < chars.len() {
-                    j += 1;
-                }
-                lit.push(chars[j]);
-                j += 1;
-            }
-            let before: String = chars[..start].iter().collect();
-            let after: String = chars[(j + 1).min(chars.len())..].iter().collect();
-            out.push((lit, before, after));
-            i = j + 1;
-        }
-    }
-    out
-}
-
-/// `const NAME: &str = "value";` in routes.rs.
-fn allow_consts(src: &str) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
-    for line in src.lines() {
-        let t = line.trim();
-        let Some(rest) = t.strip_prefix("const ") else {
-            continue;
-        };
-        let Some((name, value)) = rest.split_once(": &str = \"") else {
-            continue;
-        };
-        if let Some(value) = value.strip_suffix("\";") {
-            m.insert(name.to_owned(), value.to_owned());
-        }
-    }
-    m
-}
-
-/// The literal parts of a route name: `snapshot/{cursor}.json` gives
-/// `snapshot/` and `.json`; a name without `{param}` is its own only part.
-fn literal_parts(name: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut rest = name;
-    while let Some(open) = rest.find('{') {
-        let close = rest[open..]
-            .find('}')
-            .unwrap_or_else(|| panic!("unclosed {{ in route {name:?}"))
-            + open;
-        parts.push(&rest[..open]);
-        rest = &rest[close + 1..];
-    }
-    parts.push(rest);
-    parts.retain(|p| !p.is_empty());
-    parts
-}
-
-/// What in a routes.rs source disagrees with the route list above.
-fn route_problems(src: &str) -> Vec<String> {
-    let lits = literals(src);
-    let files: BTreeSet<&str> = AGENT_ROUTES
-        .iter()
-        .flat_map(|r| literal_parts(r.0))
-        .collect();
-    let api_only: BTreeSet<&str> = API_ONLY_ROUTES.iter().map(|r| r.0).collect();
-    let hint = "document it in schemas/openapi.json and add it to the lists at the top of tests/openapi.rs";
-    let mut problems = Vec::new();
-    for (lit, before, after) in &lits {
-        if lit.ends_with(".json") && !files.contains(lit.as_str()) {
-            problems.push(format!(
-                "routes.rs routes {lit:?}, unknown to tests/openapi.rs: {hint}"
-            ));
-        }
-        if lit.starts_with('/') && !PREFIXES.contains(&lit.as_str()) {
-            problems.push(format!(
-                "routes.rs matches the prefix {lit:?}, unknown to tests/openapi.rs: {hint}"
-            ));
-        }
-        // Path segments compared or matched on (`rest == "x"`, `"x" =>`,
-        // `strip_prefix("x")`): each must be a known route.
-        let compared = before.trim_end().ends_with("==")
-            || after.trim_start().starts_with("=>")
-            || before.ends_with("strip_prefix(")
-            || before.ends_with("strip_suffix(");
-        if compared
-            && !lit.starts_with('/')
-            && !files.contains(lit.as_str())
-            && !api_only.contains(lit.as_str())
-        {
-            problems.push(format!(
-                "routes.rs dispatches on {lit:?}, unknown to tests/openapi.rs: {hint}"
-            ));
-        }
-    }
-    let all: BTreeSet<&str> = lits.iter().map(|l| l.0.as_str()).collect();
-    for known in files.iter().chain(&api_only).chain(PREFIXES) {
-        if !all.contains(known) {
-            problems.push(format!(
-                "{known:?} is no longer in routes.rs: update tests/openapi.rs and schemas/openapi.json"
-            ));
-        }
-    }
-    let consts = allow_consts(src);
-    for (_, name) in AGENT_ROUTES.iter().chain(API_ONLY_ROUTES) {
-        if !consts.contains_key(*name) {
-            problems.push(format!("routes.rs has no {name}"));
-        }
-    }
-    problems
-}
-
-#[test]
-fn the_route_list_matches_routes_rs() {
-    let problems = route_problems(&read("src/worker/routes.rs"));
-    assert!(problems.is_empty(), "{problems:#?}");
-}
-
-#[test]
-fn the_route_scan_notices_new_routes() {
-    let src = read("src/worker/routes.rs");
-    let arm = "\"capsule.json\" => Doc::Capsule,";
-    assert!(
-        src.contains(arm),
-        "routes.rs changed shape; update this test"
-    );
-    for added in [
-        "\"diff.json\" => Doc::Capsule,",
-        "_ if file.strip_prefix(\"blob/\").is_some() => Doc::Capsule,",
-        "\"status\" => Doc::Capsule,",
-    ] {
-        let mutated = src.replace(arm, &format!("{arm}\n        {added}"));
-        assert!(!route_problems(&mutated).is_empty(), "not noticed: {added}");
-    }
-    let mutated = src.replace(
-        "if api && rest == \"bootstrap\"",
-        "if api && rest == \"keys\"",
-    );
-    assert!(
-        !route_problems(&mutated).is_empty(),
-        "a renamed route went unnoticed"
-    );
-    // A renamed literal part of a parameterised route.
-    let part = ".strip_prefix(\"snapshot/\")";
-    assert!(
-        src.contains(part),
-        "routes.rs changed shape; update this test"
-    );
-    let mutated = src.replace(part, ".strip_prefix(\"snapshots/\")");
-    assert!(
-        !route_problems(&mutated).is_empty(),
-        "a renamed parameterised route went unnoticed"
-    );
-}
-
-/// Every documented path with the `Allow` value routes.rs answers for it.
+/// Every routed path with its `Allow` value, from the router's own table.
 fn expected_paths() -> BTreeMap<String, String> {
-    let consts = allow_consts(&read("src/worker/routes.rs"));
-    let mut m = BTreeMap::new();
-    for (file, allow) in AGENT_ROUTES {
-        for prefix in PREFIXES {
-            m.insert(
-                format!("{prefix}{{agent_id}}/{file}"),
-                consts[*allow].clone(),
-            );
-        }
-    }
-    for (name, allow) in API_ONLY_ROUTES {
-        m.insert(format!("/api/v1/self/{name}"), consts[*allow].clone());
-    }
-    m
+    urls::templates()
+        .into_iter()
+        .map(|(path, allow)| (path, allow.to_owned()))
+        .collect()
 }
 
 const METHODS: &[&str] = &[
@@ -1036,45 +843,12 @@ fn oversized(k: &AgentKey) -> Json {
 
 // ---------------------------------------------------------------- bootstrap
 
-/// The bootstrap answer as src/worker/bootstrap.rs builds it (the Worker is
-/// wasm-only, so the test mirrors it; `bootstrap_fields_match_the_worker`
-/// keeps the field names in step).
+/// The bootstrap answer exactly as the Worker serves it (`core::bootstrap`).
 fn bootstrap_body(raw_key: &str, origin: &str) -> Value {
-    let key = PublicKey::parse_any(raw_key).unwrap();
-    let agent_id = key.agent_id();
-    let public_key = key.to_hex();
-    let head_url = format!("{origin}/self/{agent_id}/head.json");
-    let capsule_url = format!("{origin}/self/{agent_id}/capsule.json");
-    let free = TierTable::default().free;
-    json!({
-        "agent_id": agent_id.as_str(),
-        "public_key": public_key,
-        "head_url": head_url,
-        "capsule_url": capsule_url,
-        "signing": {
-            "method": "PUT",
-            "url": capsule_url,
-            "signature_alg": SIGNATURE_ALG,
-            "canonicalization": "RFC 8785 (JCS)",
-            "message": "SHA-256 over JCS(...)",
-            "signature_encoding": "128 lowercase hex characters",
-            "seq": "integer 0..2^53-1",
-            "envelope": {
-                "agent_id": agent_id.as_str(),
-                "public_key": public_key,
-                "seq": "<integer>",
-                "signature_alg": SIGNATURE_ALG,
-                "signature": "<128 hex>",
-                "capsule": "<self_capsule_v0 object>"
-            }
-        },
-        "limits": {
-            "tier": "free",
-            "max_body_bytes": MAX_BODY_BYTES,
-            "max_capsule_bytes": free.max_capsule_bytes,
-            "writes_per_24h": free.writes_per_24h,
-        }
-    })
+    let body = format!("{{\"public_key\":\"{raw_key}\"}}");
+    let answer = bootstrap::answer(body.as_bytes(), origin, &TierTable::default().free)
+        .expect("a valid key");
+    serde_json::to_value(answer).unwrap()
 }
 
 #[test]
@@ -1123,28 +897,10 @@ fn property_names(schema: &Value, out: &mut BTreeSet<String>) {
 }
 
 #[test]
-fn bootstrap_fields_match_the_worker() {
-    let src = read("src/worker/bootstrap.rs");
-    let start = src
-        .find("json!({")
-        .expect("bootstrap.rs builds its body with json!");
-    let block = &src[start..];
-    // The body ends at the first line that is just `});` (the signing text
-    // itself contains "});").
-    let end = block.find("\n    });").expect("end of the json! body");
-    let in_code: BTreeSet<String> = literals(&block[..end])
-        .into_iter()
-        .filter(|(_, _, after)| after.starts_with(':'))
-        .map(|(lit, _, _)| lit)
-        .collect();
+fn bootstrap_fields_match_the_schema() {
     let mut in_schema = BTreeSet::new();
     property_names(&load("schemas/bootstrap.schema.json"), &mut in_schema);
-    assert_eq!(
-        in_code, in_schema,
-        "bootstrap.rs fields vs schemas/bootstrap.schema.json"
-    );
-    // And the mirror above builds the same fields.
-    let mut mirrored = BTreeSet::new();
+    let mut served = BTreeSet::new();
     fn keys(v: &Value, out: &mut BTreeSet<String>) {
         if let Value::Object(m) = v {
             for (k, x) in m {
@@ -1155,10 +911,10 @@ fn bootstrap_fields_match_the_worker() {
     }
     keys(
         &bootstrap_body(&key(1).public_key().to_hex(), "http://x"),
-        &mut mirrored,
+        &mut served,
     );
     assert_eq!(
-        mirrored, in_schema,
-        "the test's bootstrap mirror vs the schema"
+        served, in_schema,
+        "the bootstrap answer vs schemas/bootstrap.schema.json"
     );
 }

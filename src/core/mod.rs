@@ -14,16 +14,22 @@
 //! | PUT envelope parsing and the write checks | [`write`]   |
 //! | quota windows and the retry cooldown      | [`quota`]   |
 //! | KV record and head.json                   | [`record`]  |
+//! | KV mirror order and retry backoff         | [`mirror`]  |
+//! | If-None-Match, 304, read caching headers  | [`conditional`] |
+//! | the bootstrap answer                      | [`bootstrap`] |
 //! | hash-chained, sealed history; verify      | [`history`] |
 //! | clock formatting                          | [`time`]    |
 //! | every public URL, route and method        | [`urls`]    |
 //! | rehydration prompt rendering              | [`render`]  |
 
+pub mod bootstrap;
+pub mod conditional;
 pub mod crypto;
 pub mod history;
 pub mod jcs;
 pub mod json;
 pub mod limits;
+pub mod mirror;
 pub mod model;
 pub mod quota;
 pub mod reason;

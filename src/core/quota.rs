@@ -56,6 +56,26 @@ impl Window {
     }
 }
 
+/// The quota bucket of a client address (`CF-Connecting-IP`). IPv6 users
+/// typically control a whole /64, so counting single v6 addresses would make
+/// the quota meaningless: v6 is bucketed by /64, and a v4-mapped v6 address
+/// counts as its v4 address. A missing or unparsable address (only possible
+/// off Cloudflare, e.g. local dev) shares the one bucket `unknown`.
+pub fn ip_bucket(connecting_ip: Option<&str>) -> String {
+    use std::net::IpAddr;
+    match connecting_ip.map(|raw| raw.trim().parse::<IpAddr>()) {
+        Some(Ok(IpAddr::V4(v4))) => v4.to_string(),
+        Some(Ok(IpAddr::V6(v6))) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+        _ => "unknown".to_owned(),
+    }
+}
+
 /// New-agent slots of one client IP: which agents were created when.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpWindow {
@@ -214,5 +234,25 @@ mod tests {
         assert!(!c.note_reject(1, "one-more", 0));
         assert!(!c.note_reject(1, "d0", 0));
         assert!(c.note_reject(2, "next-seq", 0));
+    }
+
+    #[test]
+    fn ip_buckets_group_a_v6_slash_64_and_unmap_v4() {
+        let b = |raw: Option<&str>| ip_bucket(raw);
+        assert_eq!(b(Some("203.0.113.7")), "203.0.113.7");
+        assert_eq!(b(Some(" 203.0.113.7 ")), "203.0.113.7");
+        assert_eq!(b(Some("::ffff:203.0.113.7")), "203.0.113.7");
+        let one = b(Some("2001:db8:aa:bb:1:2:3:4"));
+        assert_eq!(one, "2001:db8:aa:bb::/64");
+        assert_eq!(b(Some("2001:0db8:00aa:00bb:ffff::9")), one);
+        assert_ne!(b(Some("2001:db8:aa:bc::1")), one);
+        for raw in [
+            None,
+            Some(""),
+            Some("not an ip"),
+            Some("203.0.113.7, 10.0.0.1"),
+        ] {
+            assert_eq!(b(raw), "unknown", "{raw:?}");
+        }
     }
 }

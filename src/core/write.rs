@@ -590,7 +590,8 @@ pub struct DecisionLog<'a> {
     pub outcome: &'static str,
     pub status: u16,
     pub reason_codes: &'a [R],
-    pub bytes: usize,
+    /// Body bytes (u64: a refused body's declared length can pass 2^32).
+    pub bytes: u64,
 }
 
 impl<'a> DecisionLog<'a> {
@@ -602,10 +603,10 @@ impl<'a> DecisionLog<'a> {
             outcome: "accepted",
             status: 200,
             reason_codes: &[],
-            bytes: c.body_bytes,
+            bytes: c.body_bytes as u64,
         }
     }
-    pub fn rejected(agent_id: &'a str, r: &'a Rejection, bytes: usize) -> DecisionLog<'a> {
+    pub fn rejected(agent_id: &'a str, r: &'a Rejection, bytes: u64) -> DecisionLog<'a> {
         DecisionLog {
             event: "write",
             agent_id,

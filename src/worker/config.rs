@@ -2,23 +2,34 @@
 //! wrangler.toml). Reading a handful of vars is cheap, so nothing is cached
 //! across requests and a redeploy with new vars takes effect immediately.
 
+use crate::core::bootstrap::parse_origin;
 use crate::core::crypto::PublicKey;
 use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
 use worker::{console_warn, Env};
 
-/// Binding names, shared by the Worker and the Durable Objects.
+/// The KV namespace binding.
 pub const KV_BINDING: &str = "SELF";
+/// The per-agent Durable Object binding.
 pub const AGENT_DO_BINDING: &str = "AGENT_DO";
+/// The per-address quota Durable Object binding.
 pub const IP_QUOTA_DO_BINDING: &str = "IP_QUOTA_DO";
+/// Var naming the service's public origin (`https://host[:port]`), which
+/// bootstrap builds its absolute URLs on.
+pub const PUBLIC_ORIGIN_VAR: &str = "SELFCAP_PUBLIC_ORIGIN";
 
+/// The vars a request needs.
 pub struct Config {
+    /// The tier table with any overrides.
     pub tiers: TierTable,
     /// `SELFCAP_TEST_CLOCK == "1"`: honour the test clock header.
     pub test_clock: bool,
+    /// [`PUBLIC_ORIGIN_VAR`], when set and well-formed.
+    pub public_origin: Option<String>,
 }
 
 impl Config {
+    /// Reads the vars (cheap; done per request).
     pub fn from_env(env: &Env) -> Config {
         let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
         let (tiers, ignored) = TierTable::default().with_overrides(var);
@@ -30,9 +41,17 @@ impl Config {
                 serde_json::to_string(&ignored).unwrap_or_default()
             );
         }
+        let public_origin = var(PUBLIC_ORIGIN_VAR).filter(|v| !v.trim().is_empty());
+        let parsed = public_origin.as_deref().and_then(parse_origin);
+        if public_origin.is_some() && parsed.is_none() {
+            console_warn!(
+                "{{\"event\":\"config_ignored\",\"var\":\"{PUBLIC_ORIGIN_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
+            );
+        }
         Config {
             tiers,
             test_clock: var("SELFCAP_TEST_CLOCK").as_deref() == Some("1"),
+            public_origin: parsed,
         }
     }
 }

@@ -1,19 +1,20 @@
-//! HTTP plumbing shared by every route: JSON responses with the fixed header
-//! set (content type, CORS, caching), error bodies, CORS preflight, and
-//! `If-None-Match` matching. Statuses for error codes always come from
-//! `ReasonCode::http_status`, never from literals here.
+//! Every response the Worker sends is built here: JSON with the fixed header
+//! set (content type, CORS, caching), error bodies, CORS preflight, 405, 503,
+//! write rejections, and [`CachedRead`], the one type that answers ETag / 304
+//! / HEAD for every read. Statuses for error codes always come from
+//! `ReasonCode::http_status`, never from literals here; whether a request is
+//! fresh is decided by `core::conditional`.
 
+use crate::core::conditional::{etag_header, Answer};
+pub use crate::core::conditional::{NO_STORE, READ_CACHE_CONTROL};
 use crate::core::reason::ReasonCode;
+use crate::core::urls::Method;
+use crate::core::write::Rejection;
 use serde::Serialize;
-use worker::{Headers, Response, ResponseBuilder};
+use worker::{Headers, Request, Response, ResponseBuilder};
 
+/// The content type of every body.
 pub const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
-/// Read responses: shared caches may keep them for a minute, then must ask
-/// again (cheaply, with `If-None-Match`).
-pub const READ_CACHE_CONTROL: &str = "public, max-age=60, must-revalidate";
-/// Errors, writes and bootstrap answers are never cached: a cached 404 would
-/// hide a capsule published a second later.
-pub const NO_STORE: &str = "no-store";
 /// Seconds a client should wait after a 503.
 pub const UNAVAILABLE_RETRY_AFTER_SEC: u64 = 5;
 
@@ -38,16 +39,32 @@ pub fn respond(status: u16, body: Option<Vec<u8>>, cache_control: &str) -> Respo
 /// A JSON body from any serialisable value. Serialising our own plain structs
 /// cannot fail in practice; if it ever did, the caller turns the error into a 503.
 pub fn json<T: Serialize>(status: u16, value: &T, cache_control: &str) -> worker::Result<Response> {
-    let bytes = serde_json::to_vec(value).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    Ok(respond(status, Some(bytes), cache_control))
+    Ok(respond(
+        status,
+        Some(serde_json::to_vec(value)?),
+        cache_control,
+    ))
 }
 
 /// Whether an error is answering a write: `PUT` clients parse
 /// `accepted`/`reason_codes` on every non-2xx, so they get those fields too.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Audience {
+    /// Any other method.
     Read,
+    /// `PUT`.
     Write,
+}
+
+impl Audience {
+    /// The audience of a request method.
+    pub fn of(method: Method) -> Audience {
+        if method == Method::Put {
+            Audience::Write
+        } else {
+            Audience::Read
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -104,6 +121,16 @@ fn error_body(
     let bytes = serde_json::to_vec(&body)
         .unwrap_or_else(|_| format!("{{\"error\":\"{}\"}}", code.as_str()).into_bytes());
     respond(code.http_status(), Some(bytes), NO_STORE)
+}
+
+/// The JSON body and status of a rejected write, with `Retry-After` when the
+/// core computed a wait.
+pub fn rejection(rej: &Rejection) -> worker::Result<Response> {
+    let resp = json(rej.status(), rej, NO_STORE)?;
+    if let Some(secs) = rej.retry_after_sec {
+        set(resp.headers(), "Retry-After", &secs.to_string());
+    }
+    Ok(resp)
 }
 
 /// 405 with the `Allow` header listing what the resource supports.
@@ -169,30 +196,47 @@ pub fn set(h: &Headers, name: &str, value: &str) {
     let _ = h.set(name, value);
 }
 
-/// Does an `If-None-Match` header value match the current entity?
-///
-/// Accepts what clients and caches actually send: `*`, comma-separated lists,
-/// weak tags (`W/"…"`, compared weakly as RFC 9110 requires for
-/// `If-None-Match`), quoted or bare tags, and the cursor with or without its
-/// `sha256:` prefix, in any case.
-pub fn if_none_match(header: &str, cursor_hex: &str) -> bool {
-    header.split(',').any(|raw| {
-        let tag = raw.trim();
-        if tag == "*" {
-            return true;
-        }
-        let tag = tag
-            .strip_prefix("W/")
-            .or_else(|| tag.strip_prefix("w/"))
-            .unwrap_or(tag);
-        let tag = tag.trim_matches('"');
-        let tag = strip_prefix_ignore_case(tag, "sha256:").unwrap_or(tag);
-        !tag.is_empty() && tag.eq_ignore_ascii_case(cursor_hex)
-    })
+/// A conditional read of one document: the request's `If-None-Match` and
+/// whether it is a `HEAD`. Every read answers through this, so ETag, 304 and
+/// HEAD behave the same on every document.
+pub struct CachedRead {
+    if_none_match: Option<String>,
+    head_only: bool,
 }
 
-fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &s[prefix.len()..])
+impl CachedRead {
+    /// The read a request asks for.
+    pub fn of(req: &Request, head_only: bool) -> CachedRead {
+        CachedRead {
+            if_none_match: req.headers().get("If-None-Match").ok().flatten(),
+            head_only,
+        }
+    }
+
+    /// The 304 when the client already holds the entity tagged `etag`
+    /// (decidable before the body is built, which is the point).
+    pub fn fresh(&self, etag: &str) -> Option<Response> {
+        match Answer::of(self.if_none_match.as_deref(), etag) {
+            Answer::NotModified => {
+                let resp = respond(304, None, READ_CACHE_CONTROL);
+                set(resp.headers(), "ETag", &etag_header(etag));
+                Some(resp)
+            }
+            Answer::Full => None,
+        }
+    }
+
+    /// 304 if fresh, else 200 with `body` (HEAD: the same headers, no body).
+    pub fn answer(&self, body: Vec<u8>, etag: &str) -> Response {
+        if let Some(not_modified) = self.fresh(etag) {
+            return not_modified;
+        }
+        let resp = respond(200, (!self.head_only).then_some(body), READ_CACHE_CONTROL);
+        let h = resp.headers();
+        set(h, "ETag", &etag_header(etag));
+        if self.head_only {
+            set(h, "Content-Type", JSON_CONTENT_TYPE);
+        }
+        resp
+    }
 }

@@ -1,33 +1,36 @@
-//! The Cloudflare Worker: HTTP routing, KV reads, and the Durable Object write
-//! path. All protocol decisions live in `crate::core`; this layer only moves
-//! bytes between HTTP, KV and Durable Object storage, and logs.
+//! The Cloudflare Worker: a thin shell that moves bytes between HTTP, KV and
+//! Durable Object storage. Every protocol decision lives in `crate::core`.
 //!
-//! | concern                                   | module        |
-//! |-------------------------------------------|---------------|
-//! | entry point, 503 safety net               | this file     |
-//! | URL/method dispatch                       | [`routes`]    |
-//! | headers, CORS, errors, If-None-Match      | [`http`]      |
-//! | head.json / capsule.json from KV          | [`reads`]     |
-//! | history, snapshot, verify, export, keys   | [`history`]   |
-//! | stateless bootstrap                       | [`bootstrap`] |
-//! | PUT: body cap, forward to the agent DO    | [`write`]     |
-//! | per-agent write serialisation + mirror    | [`agent_do`]  |
-//! | per-IP new-agent quota                    | [`ip_quota_do`] |
-//! | vars, bindings, clock, lock, body, logs   | the rest      |
+//! The modules form a tree (checked by `tests/worker_tree.rs`):
+//! `routes -> handlers -> {http, kv, do_wire} -> core`, and the Durable
+//! Objects on `{do_wire, storage, http}`; the leaves (config, clock, body,
+//! lock, log) use nothing above them.
+//!
+//! | concern                                         | module        |
+//! |-------------------------------------------------|---------------|
+//! | entry point, 503 safety net                     | this file     |
+//! | route a request to its handler                  | [`routes`]    |
+//! | one function per public operation               | [`handlers`]  |
+//! | every response: headers, CORS, errors, 304/HEAD | [`http`]      |
+//! | the KV namespace                                | [`kv`]        |
+//! | the Worker <-> Durable Object calls, both halves| [`do_wire`]   |
+//! | the Durable Objects (agent, IP quota)           | [`objects`]   |
+//! | Durable Object storage (JSON values, atomic)    | [`storage`]   |
+//! | vars and secrets                                | [`config`]    |
+//! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
 
-mod agent_do;
 mod body;
-mod bootstrap;
 mod clock;
 mod config;
-mod history;
+mod do_wire;
+mod handlers;
 mod http;
-mod ip_quota_do;
+mod kv;
 mod lock;
 mod log;
-mod reads;
+mod objects;
 mod routes;
-mod write;
+mod storage;
 
 use worker::{event, Context, Env, Request, Response};
 
@@ -45,7 +48,7 @@ fn start() {
 /// with `retry_after_sec`, never a 500 or a stack trace.
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    let method = routes::method_of(&req);
+    let audience = http::Audience::of(routes::method_of(&req));
     let path = req.path();
     let cfg = config::Config::from_env(&env);
     match routes::route(req, &env, &cfg).await {
@@ -55,7 +58,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
                 "internal_error",
                 &[("path", path.as_str()), ("error", &e.to_string())],
             );
-            Ok(http::unavailable(routes::audience(&method)))
+            Ok(http::unavailable(audience))
         }
     }
 }

@@ -1,6 +1,7 @@
 // POST /api/v1/self/bootstrap: stateless key -> identifiers.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import net from "node:net";
 import { startWorker, BASE } from "./harness.mjs";
 import { newAgent, sha256hex } from "./helpers.mjs";
 
@@ -91,4 +92,68 @@ test("malformed JSON: 400 invalid_json; oversized body: 413 payload_too_large", 
   const big = await post({ public_key: "a".repeat(10_000) });
   assert.equal(big.status, 413);
   assert.equal(big.json.error, "payload_too_large");
+});
+
+test("URLs are built on the configured public origin, never on the Host a client sent", async () => {
+  const a = newAgent();
+  const init = {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ public_key: a.publicHex }),
+  };
+  const configured = await startWorker({ vars: { SELFCAP_PUBLIC_ORIGIN: "https://Capsule.Example/" } });
+  try {
+    for (const host of ["http://evil.example", "http://127.0.0.1:9", BASE]) {
+      const res = await configured.mf.dispatchFetch(`${host}${PATH}`, init);
+      const body = await res.json();
+      assert.equal(res.status, 200);
+      assert.equal(body.head_url, `https://capsule.example/self/${a.agentId}/head.json`, host);
+      assert.equal(body.capsule_url, `https://capsule.example/self/${a.agentId}/capsule.json`, host);
+      assert.equal(body.signing.url, body.capsule_url);
+    }
+  } finally {
+    await configured.close();
+  }
+  // A malformed origin (a path in it) is ignored loudly, not pasted into URLs.
+  const bad = await startWorker({ vars: { SELFCAP_PUBLIC_ORIGIN: "https://capsule.example/api?x=1" } });
+  try {
+    const res = await bad.mf.dispatchFetch(`${BASE}${PATH}`, init);
+    const body = await res.json();
+    assert.equal(body.head_url, `${BASE}/self/${a.agentId}/head.json`);
+    const deadline = Date.now() + 2000;
+    const ignored = () =>
+      bad.logs.some(({ message }) => message.includes("config_ignored") && message.includes("SELFCAP_PUBLIC_ORIGIN"));
+    while (!ignored() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(ignored(), "a config_ignored line names SELFCAP_PUBLIC_ORIGIN");
+  } finally {
+    await bad.close();
+  }
+});
+
+test("a body cut short is 400 invalid_json, not a failure of the service", async () => {
+  // Raw HTTP/1.1 on a loopback socket: 15 bytes of a declared 100, then the
+  // client stops sending (fetch would refuse to send this).
+  const url = await w.mf.ready;
+  const head =
+    `POST ${PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+    `Content-Length: 100\r\n\r\n`;
+  const text = await new Promise((resolve, reject) => {
+    let data = "";
+    const s = net.connect(Number(url.port), url.hostname, () => {
+      s.write(head + '{"public_key":"');
+      s.end();
+    });
+    const done = () => {
+      s.destroy();
+      resolve(data);
+    };
+    s.on("data", (d) => (data += d));
+    s.on("close", done);
+    s.on("error", reject);
+    setTimeout(done, 10_000);
+  });
+  assert.equal(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), 400, text);
+  const body = JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4));
+  assert.equal(body.error, "invalid_json");
+  assert.ok(!w.logs.some((l) => l.message.includes("internal_error")));
 });

@@ -49,7 +49,7 @@ fn one_spelling_per_document() {
         &format!("/self/{ID}/head.json/"),
         &format!("/self/{ID}/HEAD.JSON"),
         &format!("/self/{ID}/head"),
-        &format!("/self//head.json"),
+        "/self//head.json",
         &format!("/self/{ID}/snapshot/.json"),
         &format!("/self/{ID}/snapshot/a/b.json"),
         &format!("/self/{ID}/snapshot/abc"),

@@ -1,0 +1,44 @@
+//! `POST /api/v1/self/bootstrap`: reads the (small) body and answers with
+//! `core::bootstrap`. Touches no storage.
+
+use crate::core::bootstrap::{self, MAX_BOOTSTRAP_BODY};
+use crate::core::reason::ReasonCode;
+use crate::worker::body::{self, BodyError};
+use crate::worker::config::Config;
+use crate::worker::http::{self, Audience, NO_STORE};
+use worker::{Request, Response, Url};
+
+/// The answer for one public key. URLs are built on the configured public
+/// origin when there is one, else on the request URL's origin (on
+/// Cloudflare that is a hostname routed to this Worker).
+pub async fn handle(req: &Request, url: &Url, cfg: &Config) -> worker::Result<Response> {
+    let bytes = match body::read_capped(req, MAX_BOOTSTRAP_BODY).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge { .. }) => {
+            return Ok(http::error(
+                ReasonCode::PayloadTooLarge,
+                Audience::Read,
+                None,
+            ))
+        }
+        Err(BodyError::Read) => {
+            return Ok(http::error(
+                ReasonCode::InvalidJson,
+                Audience::Read,
+                Some("the request body could not be read to its end"),
+            ))
+        }
+    };
+    let origin = match &cfg.public_origin {
+        Some(o) => o.clone(),
+        None => url.origin().ascii_serialization(),
+    };
+    match bootstrap::answer(&bytes, &origin, &cfg.tiers.free) {
+        Ok(answer) => http::json(200, &answer, NO_STORE),
+        Err(refusal) => Ok(http::error(
+            refusal.code,
+            Audience::Read,
+            Some(&refusal.detail),
+        )),
+    }
+}

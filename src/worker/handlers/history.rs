@@ -1,0 +1,104 @@
+//! The history reads: `history.json` (newest first, `since`, paging),
+//! `snapshot/{cursor}.json`, `verify.json` and `export.json`.
+//!
+//! All but export are served from KV: one get for the history index (which
+//! also decides 304s), plus one bulk get for the entries a page returns.
+//! Export is assembled by the agent's Durable Object from its own storage;
+//! its 304 is still decided from KV without waking the object.
+
+use super::{text_or_404, unreadable};
+use crate::core::crypto::AgentId;
+use crate::core::history::{HistoryIndex, Query, QueryError};
+use crate::core::jcs::normalize_cursor;
+use crate::core::reason::ReasonCode;
+use crate::core::record::{entry_kv_key, history_kv_key};
+use crate::core::urls::Doc;
+use crate::worker::do_wire;
+use crate::worker::http::{self, Audience, CachedRead};
+use crate::worker::kv::Kv;
+use crate::worker::log;
+use worker::{Env, Response, Url};
+
+/// history.json, snapshot, verify.json or export.json (`doc` is one of them).
+pub async fn handle(
+    url: &Url,
+    env: &Env,
+    doc: Doc<'_>,
+    agent: &AgentId,
+    read: CachedRead,
+) -> worker::Result<Response> {
+    let kv = Kv::of(env)?;
+    let raw = match text_or_404(&kv, &history_kv_key(agent)).await? {
+        Ok(raw) => raw,
+        Err(not_found) => return Ok(not_found),
+    };
+    let index: HistoryIndex = match serde_json::from_str(&raw) {
+        Ok(i) => i,
+        Err(e) => return Ok(unreadable("kv_history_unreadable", agent, &e.to_string())),
+    };
+    // A snapshot's entity is that entry; every other document's is the chain.
+    let head_hash = index.head.head_hash.as_str();
+    if let Doc::Snapshot(raw_cursor) = doc {
+        let Some(item) = normalize_cursor(raw_cursor).and_then(|c| index.find_cursor(&c)) else {
+            return Ok(http::error(
+                ReasonCode::SnapshotNotFound,
+                Audience::Read,
+                None,
+            ));
+        };
+        if let Some(not_modified) = read.fresh(&item.hash) {
+            return Ok(not_modified);
+        }
+        let Some(mut texts) = entries(&kv, agent, &[item.sequence]).await? else {
+            return Ok(incomplete(agent));
+        };
+        return Ok(read.answer(texts.remove(0).into_bytes(), &item.hash));
+    }
+    if let Some(not_modified) = read.fresh(head_hash) {
+        return Ok(not_modified);
+    }
+    match doc {
+        Doc::Verify => Ok(read.answer(serde_json::to_vec(&index.report)?, head_hash)),
+        Doc::Export => Ok(match do_wire::export(env, agent).await? {
+            Some(e) => read.answer(e.body, &e.etag),
+            None => http::error(ReasonCode::CapsuleNotFound, Audience::Read, None),
+        }),
+        _ => {
+            let sel = match Query::parse(url.query_pairs()).and_then(|q| index.select(&q)) {
+                Ok(s) => s,
+                Err(QueryError::Bad(why)) => {
+                    return Ok(http::error(
+                        ReasonCode::BadQuery,
+                        Audience::Read,
+                        Some(&why),
+                    ))
+                }
+                Err(QueryError::CursorNotFound) => {
+                    return Ok(http::cursor_not_found(&Doc::History.path(agent.as_str())))
+                }
+            };
+            let Some(texts) = entries(&kv, agent, &sel.sequences).await? else {
+                return Ok(incomplete(agent));
+            };
+            let body = index.history_body(&sel, &texts);
+            Ok(read.answer(body.into_bytes(), head_hash))
+        }
+    }
+}
+
+/// The stored texts of these entries, in the given order. `None` if any is
+/// missing (KV lags the index it was written before, or a bug): the caller
+/// answers 503 rather than a page with holes.
+async fn entries(
+    kv: &Kv,
+    agent: &AgentId,
+    sequences: &[u64],
+) -> worker::Result<Option<Vec<String>>> {
+    let keys: Vec<String> = sequences.iter().map(|s| entry_kv_key(agent, *s)).collect();
+    kv.texts(&keys).await
+}
+
+fn incomplete(agent: &AgentId) -> Response {
+    log::event("kv_history_incomplete", &[("agent_id", agent.as_str())]);
+    http::unavailable(Audience::Read)
+}

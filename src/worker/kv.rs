@@ -1,0 +1,45 @@
+//! The KV namespace every read comes from: exact-text gets and the puts and
+//! deletes of the mirror. Keys are decided in `core::record`; what to write
+//! and in which order in `core::mirror`.
+
+use super::config::KV_BINDING;
+use worker::kv::KvStore;
+use worker::Env;
+
+/// The namespace.
+pub struct Kv(KvStore);
+
+impl Kv {
+    /// The service's namespace from the environment.
+    pub fn of(env: &Env) -> worker::Result<Kv> {
+        Ok(Kv(env.kv(KV_BINDING)?))
+    }
+
+    /// The text stored at `key`, if any.
+    pub async fn text(&self, key: &str) -> worker::Result<Option<String>> {
+        Ok(self.0.get(key).text().await?)
+    }
+
+    /// The texts stored at `keys`, in the given order, with one bulk get;
+    /// `None` if any is missing.
+    pub async fn texts(&self, keys: &[String]) -> worker::Result<Option<Vec<String>>> {
+        if keys.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let mut found = self.0.get_bulk(keys).text().await?;
+        Ok(keys.iter().map(|k| found.remove(k).flatten()).collect())
+    }
+
+    /// Puts `value` at `key`; `false` if KV refused.
+    pub async fn put(&self, key: &str, value: &str) -> bool {
+        match self.0.put(key, value) {
+            Ok(put) => put.execute().await.is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// Deletes `key`; `false` if KV refused.
+    pub async fn delete(&self, key: &str) -> bool {
+        self.0.delete(key).await.is_ok()
+    }
+}

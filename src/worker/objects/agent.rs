@@ -1,0 +1,306 @@
+//! One Durable Object per agent id: the only writer of that agent's state.
+//!
+//! It owns seq, the quota window, the cooldown counter and the published
+//! record, and decides each write under a single-flight lock, so concurrent
+//! PUTs are totally ordered: two can never both pass the seq check, the
+//! capsule can never roll back, quota can never be over-spent. Each accepted
+//! write also appends one sealed entry to the agent's history chain, in the
+//! same atomic storage operation as the state. After a commit it mirrors the
+//! record, the history index and the new entry into KV (where reads come
+//! from; order and retries in `core::mirror`); if any of that fails, an
+//! alarm keeps retrying until KV matches.
+
+use crate::core::history::export::{ExportBundle, ExportEntry};
+use crate::core::history::HistoryIndex;
+use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection};
+use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
+use crate::worker::do_wire::{self, AgentCall, Exported, Reserve, WriteCall};
+use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::kv::Kv;
+use crate::worker::lock::Lock;
+use crate::worker::log;
+use crate::worker::storage::{commit_atomic, load, save};
+use std::time::Duration;
+// The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
+use worker::wasm_bindgen;
+use worker::{durable_object, DurableObject, Env, Request, Response, State, Storage};
+
+/// Storage keys. State, mirror target, history index and the new entry are
+/// written in one atomic operation (with the pruned entries' deletion), so
+/// they can never disagree.
+const STATE_KEY: &str = "state";
+const MIRROR_KEY: &str = "mirror";
+const HISTORY_KEY: &str = "history";
+/// One key per retained history entry: `h:` + zero-padded sequence, so a
+/// prefix list returns them oldest first.
+const ENTRY_PREFIX: &str = "h:";
+
+fn entry_key(sequence: u64) -> String {
+    format!("{ENTRY_PREFIX}{sequence:016}")
+}
+
+/// How a write ends before anything is committed.
+enum Refused {
+    /// A decided rejection: persisted (cooldown), logged, answered.
+    Rejected(Rejection),
+    /// The service cannot take writes (configuration): answered as is.
+    Unavailable(Response),
+}
+
+#[durable_object]
+pub struct AgentDO {
+    state: State,
+    env: Env,
+    lock: Lock,
+}
+
+impl DurableObject for AgentDO {
+    fn new(state: State, env: Env) -> Self {
+        Self {
+            state,
+            env,
+            lock: Lock::default(),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        match AgentCall::read(req).await? {
+            Some(AgentCall::Write(call)) => self.write(call).await,
+            Some(AgentCall::Export) => Ok(AgentCall::export_answer(self.export().await?)),
+            None => Ok(do_wire::not_a_call()),
+        }
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        let _guard = self.lock.acquire().await;
+        self.sync_mirror(false).await?;
+        Response::empty()
+    }
+}
+
+impl AgentDO {
+    /// Everything from loading state to the KV mirror runs under the lock:
+    /// the IP-quota call and the KV put are awaits on other objects, during
+    /// which the runtime would otherwise deliver the next write to us.
+    async fn write(&self, call: WriteCall) -> worker::Result<Response> {
+        let cfg = Config::from_env(&self.env);
+        let _guard = self.lock.acquire().await;
+        let storage = self.state.storage();
+        let mut state: AgentState = load(&storage, STATE_KEY).await?.unwrap_or_default();
+        let keys = config::service_keys(&self.env);
+        let candidate = match self.decide(&state, &call, &cfg, &keys).await? {
+            Ok(c) => c,
+            Err(Refused::Unavailable(resp)) => return Ok(resp),
+            Err(Refused::Rejected(rej)) => {
+                if state.note_rejection(&rej, call.now_ms) {
+                    save(&storage, STATE_KEY, &state).await?;
+                }
+                let line = DecisionLog::rejected(call.agent.as_str(), &rej, call.body.len() as u64);
+                log::line_str(&line.to_line());
+                return http::rejection(&rej);
+            }
+        };
+        let log_line = DecisionLog::accepted(call.agent.as_str(), &candidate).to_line();
+        let accepted = self
+            .commit(&storage, &mut state, candidate, &call, &cfg, &keys)
+            .await?;
+        // The write is committed: from here on nothing may turn it into an
+        // error for the client (a retry would only earn a replay_seq).
+        // The retry alarm is armed before the first attempt, so even a crash
+        // between the commit and the KV put still converges.
+        let armed = storage
+            .set_alarm(Duration::from_millis(RETRY_BASE_MS))
+            .await;
+        let synced = if call.fail_mirror {
+            Ok(())
+        } else {
+            self.sync_mirror(true).await
+        };
+        for e in [armed.err(), synced.err()].into_iter().flatten() {
+            log::event(
+                "kv_mirror_error",
+                &[("agent_id", call.agent.as_str()), ("error", &e.to_string())],
+            );
+        }
+        log::line_str(&log_line);
+        http::json(200, &accepted, NO_STORE)
+    }
+
+    /// Every check of a write, in the contract's order: the core's checks,
+    /// then (for a configured service only) the new-agent slot of the
+    /// client's address, which lives in another object.
+    async fn decide(
+        &self,
+        state: &AgentState,
+        call: &WriteCall,
+        cfg: &Config,
+        keys: &ServiceKeys,
+    ) -> worker::Result<Result<Candidate, Refused>> {
+        let candidate = match write::check(state, &call.body, &call.agent, call.now_ms, &cfg.tiers)
+        {
+            Ok(c) => c,
+            Err(rej) => return Ok(Err(Refused::Rejected(rej))),
+        };
+        // Sealing needs the service key; without it, refuse rather than
+        // seal with a made-up one (checked before a new agent's IP slot is
+        // taken, so nothing is spent).
+        if keys.signing.is_none() {
+            log::event(
+                "config_error",
+                &[
+                    ("missing", SERVICE_KEY_SECRET),
+                    ("agent_id", call.agent.as_str()),
+                    ("effect", "write refused"),
+                ],
+            );
+            return Ok(Err(Refused::Unavailable(http::unavailable_because(
+                Audience::Write,
+                Some("the service signing key is not configured; writes are refused until it is"),
+            ))));
+        }
+        if candidate.is_new_agent() {
+            let ask = Reserve {
+                agent_id: call.agent.as_str().to_owned(),
+                now_ms: call.now_ms,
+                limit: cfg.tiers.get(state.tier).new_agents_per_ip_24h,
+            };
+            if let Err(reset_at_ms) = ask.send(&self.env, &call.ip_bucket).await? {
+                let rej = Rejection::new_agent_ip_quota(&candidate, call.now_ms, reset_at_ms);
+                return Ok(Err(Refused::Rejected(rej)));
+            }
+        }
+        Ok(Ok(candidate))
+    }
+
+    /// Seals the accepted write into the chain and stores state, history
+    /// index, the new entry, the pending KV mirror ops and the pruned
+    /// entries' deletion in one atomic operation. Returns the 200 body.
+    async fn commit(
+        &self,
+        storage: &Storage,
+        state: &mut AgentState,
+        candidate: Candidate,
+        call: &WriteCall,
+        cfg: &Config,
+        keys: &ServiceKeys,
+    ) -> worker::Result<write::AcceptedBody> {
+        let signer = keys.signing.as_ref().ok_or("checked in decide")?;
+        let history: Option<HistoryIndex> = load(storage, HISTORY_KEY).await?;
+        let sealed = state
+            .commit_sealed(
+                candidate,
+                call.now_ms,
+                &cfg.tiers,
+                signer,
+                &keys.keyring,
+                history,
+            )
+            .map_err(|e| e.to_string())?;
+        let sequence = sealed.history.head.length - 1;
+        let entry = sealed.entry.stored_text();
+        let index = serde_json::to_string(&sealed.history)?;
+        let record = serde_json::to_string(&sealed.record)?;
+        let mut mirror = load::<Mirror>(storage, MIRROR_KEY)
+            .await?
+            .unwrap_or_default();
+        mirror.push_commit(&Commit {
+            agent: &call.agent,
+            sequence,
+            entry: &entry,
+            index: &index,
+            record: &record,
+            pruned: &sealed.pruned,
+        });
+        let pruned: Vec<String> = sealed.pruned.iter().map(|p| entry_key(*p)).collect();
+        commit_atomic(
+            storage,
+            &[
+                (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
+                (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?),
+                (HISTORY_KEY.to_owned(), index),
+                (entry_key(sequence), entry),
+            ],
+            &pruned,
+        )
+        .await?;
+        Ok(sealed.body)
+    }
+
+    /// The export bundle, built from this object's own storage (the one
+    /// history read that wakes the object: it is rare, and for the larger
+    /// tiers too big to assemble from KV within a Worker's CPU budget).
+    /// `None` before the first entry.
+    async fn export(&self) -> worker::Result<Option<Exported>> {
+        let _guard = self.lock.acquire().await;
+        let storage = self.state.storage();
+        let Some(index) = load::<HistoryIndex>(&storage, HISTORY_KEY).await? else {
+            return Ok(None);
+        };
+        let keys = config::service_keys(&self.env);
+        let opts = worker::ListOptions::new().prefix(ENTRY_PREFIX);
+        let listed = storage.list_with_options(opts).await?;
+        let mut entries = Vec::with_capacity(index.items.len());
+        for value in listed.values() {
+            let text = value?.as_string().ok_or("stored entry is not text")?;
+            entries.push(ExportEntry::from_stored(&text).ok_or("stored entry has no seal suffix")?);
+        }
+        if entries.len() != index.items.len() {
+            return Err(format!(
+                "history index lists {} entries, storage holds {}",
+                index.items.len(),
+                entries.len()
+            )
+            .into());
+        }
+        let bundle = ExportBundle::from_parts(&index, entries, &keys.keyring);
+        Ok(Some(Exported {
+            body: serde_json::to_vec(&bundle)?,
+            etag: index.head.head_hash.clone(),
+        }))
+    }
+
+    /// Makes KV hold what was committed, op by op in order, stopping at the
+    /// first failure. `fresh`: just committed, so skip comparison reads. On
+    /// failure, keeps what is left and re-arms the alarm with backoff.
+    async fn sync_mirror(&self, fresh: bool) -> worker::Result<()> {
+        let storage = self.state.storage();
+        let Some(mut mirror) = load::<Mirror>(&storage, MIRROR_KEY).await? else {
+            return Ok(());
+        };
+        let kv = Kv::of(&self.env)?;
+        let mut done = 0;
+        for op in &mirror.ops {
+            let ok = match &op.value {
+                Some(value) => {
+                    let already =
+                        !fresh && matches!(kv.text(&op.key).await, Ok(Some(ref v)) if v == value);
+                    already || kv.put(&op.key, value).await
+                }
+                None => kv.delete(&op.key).await,
+            };
+            if !ok {
+                break;
+            }
+            done += 1;
+        }
+        if done == mirror.ops.len() {
+            // All of it is in KV: nothing left to retry.
+            storage.delete(MIRROR_KEY).await?;
+            storage.delete_alarm().await?;
+            return Ok(());
+        }
+        let failed_key = mirror.ops[done].key.clone();
+        let delay = mirror.failed_after(done);
+        log::event(
+            "kv_mirror_failed",
+            &[
+                ("key", failed_key.as_str()),
+                ("failures", &mirror.failures.to_string()),
+            ],
+        );
+        save(&storage, MIRROR_KEY, &mirror).await?;
+        storage.set_alarm(Duration::from_millis(delay)).await?;
+        Ok(())
+    }
+}

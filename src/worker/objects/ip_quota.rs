@@ -1,0 +1,49 @@
+//! One Durable Object per client address bucket: counts distinct new agent
+//! ids whose first capsule was accepted in the rolling 24-hour window.
+//!
+//! Reservations are idempotent per agent id (see `core::quota::IpWindow`), so
+//! an agent object that retries after a failure never spends two slots. Only
+//! agent objects call this one (`do_wire::Reserve`); it is not reachable from
+//! outside the Worker.
+
+use crate::core::quota::IpWindow;
+use crate::worker::do_wire::{self, Reserve};
+use crate::worker::lock::Lock;
+use crate::worker::storage::{load, save};
+// The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
+use worker::wasm_bindgen;
+use worker::{durable_object, DurableObject, Env, Request, Response, State};
+
+const WINDOW_KEY: &str = "window";
+
+#[durable_object(fetch)]
+pub struct IpQuotaDO {
+    state: State,
+    lock: Lock,
+}
+
+impl DurableObject for IpQuotaDO {
+    fn new(state: State, _env: Env) -> Self {
+        Self {
+            state,
+            lock: Lock::default(),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        let Some(ask) = Reserve::read(req).await? else {
+            return Ok(do_wire::not_a_call());
+        };
+        // Only storage awaits happen below, which already hold the input gate;
+        // the lock keeps that true if this ever grows an outside call.
+        let _guard = self.lock.acquire().await;
+        let storage = self.state.storage();
+        let mut window: IpWindow = load(&storage, WINDOW_KEY).await?.unwrap_or_default();
+        let before = window.clone();
+        let result = window.reserve(&ask.agent_id, ask.now_ms, ask.limit);
+        if window != before {
+            save(&storage, WINDOW_KEY, &window).await?;
+        }
+        Reserve::answer(result)
+    }
+}
