@@ -202,7 +202,7 @@ impl AgentDO {
                 &keys.keyring,
                 history,
             )
-            .map_err(worker::Error::RustError)?;
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
         let sequence = sealed.history.head.length - 1;
         let entry_text = sealed.entry.stored_text();
         let index_text = serde_json::to_string(&sealed.history).map_err(to_worker_err)?;
