@@ -114,19 +114,16 @@ fn bundle(c: &Chain) -> ExportBundle {
 fn export_entry(e: &Entry) -> ExportEntry {
     ExportEntry {
         canonical: e.canonical(),
-        hash: e.hash.clone(),
-        service_signature: e.service_signature.clone(),
-        signed_by: e.signed_by.clone(),
+        seal: e.seal.clone(),
     }
 }
 
 fn reseal(e: &mut Entry, key: &ServiceKey) {
-    let s = Seal::make(key, e.canonical().as_bytes());
-    (e.hash, e.service_signature, e.signed_by) = (s.hash, s.service_signature, s.signed_by);
+    e.seal = Seal::make(key, e.canonical().as_bytes());
 }
 
 fn reseal_head(h: &mut ChainHead, key: &ServiceKey) {
-    *h = h.fields().seal(key);
+    *h = ChainHead::new(h.body.clone(), key);
 }
 
 /// Replaces the first `from` in entry `i`'s canonical text by `to` (the
@@ -221,7 +218,7 @@ fn build_cases() -> Vec<Case> {
         b,
     );
     let mut b = bundle(&base());
-    b.entries[1].hash = flip_hex(&b.entries[1].hash);
+    b.entries[1].seal.hash = flip_hex(&b.entries[1].seal.hash);
     case(
         "flipped_byte_hash",
         "The first hex digit of entry 1's hash changed: it does not match the bytes, the seal does not cover it, and entry 2's previous_hash no longer points at it.",
@@ -282,9 +279,9 @@ fn build_cases() -> Vec<Case> {
     b.entries.pop();
     let c = base();
     let last = &c.all[2];
-    (b.head.length, b.head.head_hash, b.head.seq) = (3, last.hash.clone(), last.seq);
+    (b.head.length, b.head.head_hash, b.head.seq) = (3, last.seal.hash.clone(), last.seq);
     b.head.cursor = last.cursor.clone();
-    b.head.hash = sha3_hex(b.head.canonical().as_bytes());
+    b.head.seal.hash = sha3_hex(b.head.canonical().as_bytes());
     case(
         "truncated_tail_forged_head",
         "The newest entry removed and the head edited to match the shorter chain (hash recomputed): the head's service_signature no longer verifies.",
@@ -295,7 +292,7 @@ fn build_cases() -> Vec<Case> {
 
     let mut b = bundle(&base());
     let e = &mut b.entries[2];
-    e.service_signature = hex::encode(stranger().sign(e.hash.as_bytes()));
+    e.seal.service_signature = hex::encode(stranger().sign(e.seal.hash.as_bytes()));
     case(
         "forged_seal",
         "Entry 2's service_signature replaced by a signature from another key over the same hash (signed_by unchanged).",
@@ -305,8 +302,8 @@ fn build_cases() -> Vec<Case> {
     );
     let mut b = bundle(&base());
     let e = &mut b.entries[2];
-    e.service_signature = hex::encode(stranger().sign(e.hash.as_bytes()));
-    e.signed_by = fingerprint(&stranger().public_key());
+    e.seal.service_signature = hex::encode(stranger().sign(e.seal.hash.as_bytes()));
+    e.seal.signed_by = fingerprint(&stranger().public_key());
     case(
         "forged_seal_unknown_signer",
         "Entry 2 sealed by a key the keyring does not list.",
@@ -336,7 +333,7 @@ fn build_cases() -> Vec<Case> {
     last.public_key = s.public_key().to_hex();
     last.signature = hex::encode(s.sign(&write_digest(&agent_id, last.seq, &last.capsule)));
     reseal(last, &service());
-    c.index.head.head_hash = last.hash.clone();
+    c.index.head.head_hash = last.seal.hash.clone();
     reseal_head(&mut c.index.head, &service());
     case(
         "agent_signature_from_another_key",

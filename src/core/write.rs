@@ -35,11 +35,13 @@ const ENVELOPE_FIELDS: &[&str] = &[
 /// Everything the agent's Durable Object persists about it (one value).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
+    /// The agent's tier (its limits come from the [`TierTable`]).
     pub tier: Tier,
     /// The last accepted write; `None` until the first one.
     pub published: Option<Published>,
     /// Accepted writes in the rolling window.
     pub writes: Window,
+    /// The retry cooldown that repeated authenticated rejects build up.
     pub cooldown: Cooldown,
     /// Accepted writes ever (history counts from this).
     pub total_writes: u64,
@@ -503,9 +505,9 @@ impl AgentState {
         key: &ServiceKey,
         keyring: &Keyring,
         history: Option<HistoryIndex>,
-    ) -> Result<Sealed, String> {
+    ) -> Result<Committed, ChainMismatch> {
         if self.chain.as_ref() != history.as_ref().map(|h| &h.head) {
-            return Err("stored history index does not match the chain head in the state".into());
+            return Err(ChainMismatch);
         }
         let public_key = c.public_key.to_hex();
         let signature = c.signature.clone();
@@ -529,7 +531,7 @@ impl AgentState {
             self.total_writes,
         );
         self.chain = Some(appended.index.head.clone());
-        Ok(Sealed {
+        Ok(Committed {
             record,
             body,
             entry: appended.entry,
@@ -569,8 +571,10 @@ impl AgentState {
 
 /// An accepted write with its history entry (see [`AgentState::commit_sealed`]).
 #[derive(Debug, Clone)]
-pub struct Sealed {
+pub struct Committed {
+    /// The KV record of the new published state.
     pub record: Record,
+    /// The response body for the writer.
     pub body: AcceptedBody,
     /// The new sealed history entry.
     pub entry: Entry,
@@ -579,6 +583,20 @@ pub struct Sealed {
     /// `sequence`s of entries that left the retained window.
     pub pruned: Vec<u64>,
 }
+
+/// Why [`AgentState::commit_sealed`] refused: the stored history index is
+/// not the one the state's chain head describes (e.g. it went missing), and
+/// appending anyway would fork the chain. Nothing was changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainMismatch;
+
+impl std::fmt::Display for ChainMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stored history index does not match the chain head in the state")
+    }
+}
+
+impl std::error::Error for ChainMismatch {}
 
 /// One structured log line per write decision. Never contains capsule text,
 /// signatures or matched secrets.

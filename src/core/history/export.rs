@@ -4,9 +4,8 @@
 //! service keyring: everything needed to check it with no network.
 
 use super::verify::{Prev, Report, Verifier};
-use super::{ChainHead, Entry, HistoryIndex, Keyring, Seal, HASH_ALG, SEAL_ALG};
+use super::{ChainHead, Entry, HistoryIndex, Keyring, Malformed, Seal, HASH_ALG, SEAL_ALG};
 use crate::core::crypto::is_lower_hex;
-use crate::core::jcs;
 use crate::core::json::{self, Json};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -19,29 +18,30 @@ pub const EXPORT_FORMAT: &str = "self-capsule-history/v0";
 pub struct ExportEntry {
     /// RFC 8785 text of the entry without its seal fields.
     pub canonical: String,
-    pub hash: String,
-    pub service_signature: String,
-    pub signed_by: String,
+    /// The entry's seal, written flat after `canonical`.
+    #[serde(flatten)]
+    pub seal: Seal,
 }
 
 impl ExportEntry {
     /// From the stored form ([`Entry::stored_text`]) without parsing it.
     pub fn from_stored(stored: &str) -> Option<ExportEntry> {
         let (canonical, seal) = super::canonical_of_stored(stored)?;
-        Some(ExportEntry {
-            canonical,
-            hash: seal.hash,
-            service_signature: seal.service_signature,
-            signed_by: seal.signed_by,
-        })
+        Some(ExportEntry { canonical, seal })
     }
 }
 
+/// The export.json body: everything needed to verify the retained window
+/// offline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExportBundle {
+    /// [`EXPORT_FORMAT`].
     pub format: &'static str,
+    /// The chain's agent.
     pub agent_id: String,
+    /// [`HASH_ALG`].
     pub hash_alg: &'static str,
+    /// [`SEAL_ALG`].
     pub signature_alg: &'static str,
     /// The sealed chain head the entries must end at.
     pub head: ChainHead,
@@ -60,9 +60,7 @@ impl ExportBundle {
             .iter()
             .map(|e| ExportEntry {
                 canonical: e.canonical(),
-                hash: e.hash.clone(),
-                service_signature: e.service_signature.clone(),
-                signed_by: e.signed_by.clone(),
+                seal: e.seal.clone(),
             })
             .collect();
         ExportBundle::from_parts(index, entries, keyring)
@@ -169,7 +167,7 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
     let head = match bundle.get("head").map(ChainHead::from_json) {
         Some(Ok(h)) => Some(h),
         Some(Err(e)) => {
-            problems.push(e);
+            problems.push(e.to_string());
             None
         }
         None => {
@@ -205,12 +203,12 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
     for (i, item) in items.iter().enumerate() {
         match read_item(item) {
             Err(e) => {
-                v.unreadable(i, None, &e);
+                v.unreadable(i, None, &e.to_string());
                 prev_known = false;
                 last_readable = false;
             }
             Ok((entry, text)) => {
-                if jcs::canonicalize(&entry.unsealed()) != text {
+                if entry.canonical() != text {
                     v.fail(
                         super::CheckName::Chain,
                         Some(entry.sequence),
@@ -247,12 +245,12 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
 }
 
 /// One bundle entry: its parsed entry and the exact text that was hashed.
-fn read_item(item: &Json) -> Result<(Entry, String), String> {
-    let s = |k: &str| -> Result<String, String> {
+fn read_item(item: &Json) -> Result<(Entry, String), Malformed> {
+    let s = |k: &str| -> Result<String, Malformed> {
         item.get(k)
             .and_then(Json::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| format!("{k} must be a string"))
+            .ok_or_else(|| Malformed(format!("{k} must be a string")))
     };
     let text = s("canonical")?;
     let seal = Seal {
@@ -260,7 +258,8 @@ fn read_item(item: &Json) -> Result<(Entry, String), String> {
         service_signature: s("service_signature")?,
         signed_by: s("signed_by")?,
     };
-    let value = json::parse_str(&text).map_err(|e| format!("canonical is not JSON: {e}"))?;
+    let value =
+        json::parse_str(&text).map_err(|e| Malformed(format!("canonical is not JSON: {e}")))?;
     let entry = Entry::from_unsealed(&value, seal)?;
     Ok((entry, text))
 }

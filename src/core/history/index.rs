@@ -7,21 +7,23 @@
 //! a read touches only the entries it returns.
 
 use super::verify::{Checks, Prev, Report, Verifier};
-use super::{ChainHead, Entry, HeadFields, Keyring, Seal, ServiceKey};
+use super::{ChainHead, Entry, EntryFields, Hashed, HeadFields, Keyring, Seal, ServiceKey};
 use crate::core::jcs::normalize_cursor;
 use crate::core::json::Json;
 use crate::core::time::rfc3339;
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 
-/// history.json page size when `limit` is absent, and its maximum.
+/// history.json page size when `limit` is absent.
 pub const DEFAULT_LIMIT: usize = 20;
+/// The largest `limit` history.json accepts (a page stays one bounded read).
 pub const MAX_LIMIT: usize = 100;
 
 /// Everything about an agent's history except the entries' bodies: what the
 /// Durable Object keeps next to its state and mirrors into KV.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryIndex {
+    /// The chain's agent.
     pub agent_id: String,
     /// The sealed chain head (history.json's `chain_head`).
     pub head: ChainHead,
@@ -35,28 +37,43 @@ pub struct HistoryIndex {
     pub report: Report,
 }
 
-/// One retained entry, summarised.
+/// One retained entry, summarised: enough to select pages and follow
+/// `since` without reading the entry itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexItem {
+    /// The entry's position in the chain.
     pub sequence: u64,
+    /// The agent's `seq` of that write.
     pub seq: u64,
+    /// The capsule's cursor.
     pub cursor: String,
+    /// The previous write's cursor (`since` may name the state just before
+    /// the window).
     pub prev_cursor: Option<String>,
+    /// The entry's `hash` (the next `first_previous_hash` once pruned).
     pub hash: String,
+    /// The entry's `signed_by` (for key rotation warnings).
     pub signed_by: String,
 }
 
 /// An accepted write, about to become an entry.
 #[derive(Debug, Clone, Copy)]
 pub struct NewVersion<'a> {
+    /// The writing agent (64 lowercase hex).
     pub agent_id: &'a str,
+    /// The write's `seq`.
     pub seq: u64,
+    /// The accepted capsule's cursor.
     pub cursor: &'a str,
+    /// The cursor it replaces (`None` for the agent's first write).
     pub prev_cursor: Option<&'a str>,
+    /// The accepted capsule.
     pub capsule: &'a Json,
-    /// The agent's public key and signature, lowercase hex, as sent.
+    /// The agent's public key, lowercase hex, as sent.
     pub public_key: &'a str,
+    /// The agent's signature, lowercase hex, as sent.
     pub signature: &'a str,
+    /// When the service accepted the write (ms since the epoch).
     pub accepted_at_ms: u64,
 }
 
@@ -65,6 +82,7 @@ pub struct NewVersion<'a> {
 pub struct Appended {
     /// The new sealed entry.
     pub entry: Entry,
+    /// The index after the append (new head, pruned items, fresh report).
     pub index: HistoryIndex,
     /// `sequence`s of entries that fell out of the retained window.
     pub pruned: Vec<u64>,
@@ -88,7 +106,7 @@ pub fn append(
         None => (Vec::new(), None, Checks::default()),
     };
     let sequence = old_head.as_ref().map_or(0, |h| h.length);
-    let mut entry = Entry {
+    let body = EntryFields {
         sequence,
         previous_hash: old_head.as_ref().map(|h| h.head_hash.clone()),
         agent_id: v.agent_id.to_owned(),
@@ -99,27 +117,22 @@ pub fn append(
         public_key: v.public_key.to_owned(),
         signature: v.signature.to_owned(),
         accepted_at: rfc3339(v.accepted_at_ms),
-        hash: String::new(),
-        service_signature: String::new(),
-        signed_by: String::new(),
     };
-    let canonical = entry.canonical();
-    let Seal {
-        hash,
-        service_signature,
-        signed_by,
-    } = Seal::make(key, canonical.as_bytes());
-    entry.hash = hash;
-    entry.service_signature = service_signature;
-    entry.signed_by = signed_by;
+    // What `Sealed::new` does, spelled out to keep the canonical bytes: the
+    // check below needs them, and canonicalising a capsule is not free.
+    let canonical = body.canonical();
+    let entry = Entry {
+        seal: Seal::make(key, canonical.as_bytes()),
+        body,
+    };
 
     items.push(IndexItem {
         sequence,
         seq: entry.seq,
         cursor: entry.cursor.clone(),
         prev_cursor: entry.prev_cursor.clone(),
-        hash: entry.hash.clone(),
-        signed_by: entry.signed_by.clone(),
+        hash: entry.seal.hash.clone(),
+        signed_by: entry.seal.signed_by.clone(),
     });
     let keep = retained.max(1) as usize;
     let excess = items.len().saturating_sub(keep);
@@ -133,16 +146,18 @@ pub fn append(
     };
     let first_sequence = items[0].sequence;
 
-    let head = HeadFields {
-        agent_id: v.agent_id.to_owned(),
-        length: sequence + 1,
-        head_hash: entry.hash.clone(),
-        seq: entry.seq,
-        cursor: entry.cursor.clone(),
-        first_sequence,
-        first_previous_hash,
-    }
-    .seal(key);
+    let head = ChainHead::new(
+        HeadFields {
+            agent_id: v.agent_id.to_owned(),
+            length: sequence + 1,
+            head_hash: entry.seal.hash.clone(),
+            seq: entry.seq,
+            cursor: entry.cursor.clone(),
+            first_sequence,
+            first_previous_hash,
+        },
+        key,
+    );
 
     // The report: earlier entries' results (each measured when it was
     // appended) for those still retained, plus this entry's.
@@ -220,6 +235,7 @@ pub struct Query {
     pub after: Option<u64>,
     /// Only versions with `sequence` less than this (paging backwards).
     pub before: Option<u64>,
+    /// Page size, 1..=[`MAX_LIMIT`].
     pub limit: usize,
 }
 
@@ -318,6 +334,7 @@ impl HistoryIndex {
         self.head.first_sequence
     }
 
+    /// The page `q` asks for: newest first, with the query of the next page.
     pub fn select(&self, q: &Query) -> Result<Selection, QueryError> {
         let limit = q.limit.clamp(1, MAX_LIMIT);
         let first = self.items.first().map_or(0, |i| i.sequence);

@@ -12,9 +12,14 @@
 //!   `previous_hash`) is sealed the same way, so a truncated tail or a
 //!   dropped window start is detectable offline.
 //!
+//! Both are a [`Sealed`] body: the hashed fields ([`EntryFields`],
+//! [`HeadFields`]) followed by one [`Seal`], written flat on the wire.
+//!
 //! Submodules: [`verify`] (the checks and the report), [`index`] (appending,
 //! pruning, `since` selection: what the Durable Object runs) and [`export`]
 //! (the offline bundle and `verify_export`).
+
+#![warn(missing_docs)]
 
 pub mod export;
 pub mod index;
@@ -26,6 +31,8 @@ use crate::core::json::Json;
 use serde::{Deserialize, Serialize};
 use sha3::{Digest, Sha3_256};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
 
 pub use export::{verify_export, verify_export_with, ExportBundle, VerifyOptions};
 pub use index::{append, HistoryIndex, IndexItem, NewVersion, Query, QueryError, Selection};
@@ -107,11 +114,60 @@ pub fn fingerprint(key: &PublicKey) -> String {
     key.to_hex()[..16].to_owned()
 }
 
-/// The seal over some canonical bytes.
+/// Why untrusted history JSON (an entry, a head, a bundle item) cannot be
+/// read. The text names the field and what it must be; verify reports carry
+/// it verbatim as a failure's `detail`, so it is part of the output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed(String);
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Malformed {}
+
+/// Why a seal does not verify. The `Display` text is a verify report's
+/// `seal` failure detail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealError {
+    /// `signed_by` names no key in the keyring (an unknown or forged signer).
+    UnknownKey(String),
+    /// `hash` is not 64 lowercase hex characters.
+    MalformedHash,
+    /// `service_signature` is not 128 lowercase hex characters.
+    MalformedSignature,
+    /// Well-formed, but the signature does not verify under the named key.
+    BadSignature(String),
+}
+
+impl fmt::Display for SealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SealError::UnknownKey(fp) => write!(f, "signed_by {fp:?} is not in the keyring"),
+            SealError::MalformedHash => f.write_str("hash is not 64 lowercase hex characters"),
+            SealError::MalformedSignature => {
+                f.write_str("service_signature is not 128 lowercase hex characters")
+            }
+            SealError::BadSignature(fp) => {
+                write!(f, "service_signature does not verify under key {fp}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SealError {}
+
+/// The seal over some canonical bytes: the three fields every sealed object
+/// ends with on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seal {
+    /// Lowercase hex of SHA3-256 over the body's canonical bytes.
     pub hash: String,
+    /// Lowercase hex of the service's Ed25519 signature over the ASCII of `hash`.
     pub service_signature: String,
+    /// Fingerprint of the service key that signed ([`fingerprint`]).
     pub signed_by: String,
 }
 
@@ -130,41 +186,123 @@ impl Seal {
     /// Whether `service_signature` verifies over the *claimed* `hash` under
     /// the key `signed_by` names. (Whether the hash matches the bytes is a
     /// separate, chain-level question.)
-    pub fn verify(&self, keyring: &Keyring) -> Result<(), String> {
+    pub fn verify(&self, keyring: &Keyring) -> Result<(), SealError> {
         let key = keyring
             .get(&self.signed_by)
-            .ok_or_else(|| format!("signed_by {:?} is not in the keyring", self.signed_by))?;
+            .ok_or_else(|| SealError::UnknownKey(self.signed_by.clone()))?;
         if !is_lower_hex(&self.hash, 64) {
-            return Err("hash is not 64 lowercase hex characters".into());
+            return Err(SealError::MalformedHash);
         }
         let mut sig = [0u8; 64];
         if !is_lower_hex(&self.service_signature, 128)
             || hex::decode_to_slice(&self.service_signature, &mut sig).is_err()
         {
-            return Err("service_signature is not 128 lowercase hex characters".into());
+            return Err(SealError::MalformedSignature);
         }
         if key.verify(self.hash.as_bytes(), &sig) {
             Ok(())
         } else {
-            Err(format!(
-                "service_signature does not verify under key {}",
-                self.signed_by
-            ))
+            Err(SealError::BadSignature(self.signed_by.clone()))
         }
     }
 }
 
-/// One accepted write, as stored, served and exported.
+/// A body the service seals: it has one hashed JSON form, and it can be read
+/// back from untrusted JSON.
+pub trait Hashed: Sized {
+    /// What error messages call it (`"entry"`, `"head"`).
+    const NAME: &'static str;
+
+    /// The hashed JSON object: every field but the seal, in wire order.
+    fn unsealed(&self) -> Json;
+
+    /// RFC 8785 text of [`Hashed::unsealed`]: the bytes a seal's `hash` covers.
+    fn canonical(&self) -> String {
+        jcs::canonicalize(&self.unsealed())
+    }
+
+    /// Reads exactly the hashed fields, with their types and formats, from
+    /// untrusted JSON.
+    fn from_unsealed(v: &Json) -> Result<Self, Malformed>;
+}
+
+/// A body with the seal over its canonical bytes, written flat: the body's
+/// fields, then `hash`, `service_signature`, `signed_by`.
+///
+/// Carrying a seal is not the seal verifying: values read from untrusted
+/// JSON keep whatever seal they claim, and editing the body (through
+/// `DerefMut`, as the tamper tests do) leaves the seal as it was. Checking
+/// is [`verify`]'s job; the service builds sealed values with
+/// [`Sealed::new`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sealed<T> {
+    /// The hashed fields.
+    #[serde(flatten)]
+    pub body: T,
+    /// The seal over the body's canonical bytes.
+    #[serde(flatten)]
+    pub seal: Seal,
+}
+
+impl<T> Deref for Sealed<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.body
+    }
+}
+
+impl<T> DerefMut for Sealed<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.body
+    }
+}
+
+impl<T: Hashed> Sealed<T> {
+    /// Seals `body` with `key`.
+    pub fn new(body: T, key: &ServiceKey) -> Sealed<T> {
+        let seal = Seal::make(key, body.canonical().as_bytes());
+        Sealed { body, seal }
+    }
+
+    /// RFC 8785 text of the body: the bytes `seal.hash` claims to cover.
+    /// (Inherent, so callers need not import [`Hashed`].)
+    pub fn canonical(&self) -> String {
+        self.body.canonical()
+    }
+
+    /// Reads the hashed fields from untrusted JSON and attaches `seal` as
+    /// claimed (not checked).
+    pub fn from_unsealed(v: &Json, seal: Seal) -> Result<Sealed<T>, Malformed> {
+        Ok(Sealed {
+            body: T::from_unsealed(v)?,
+            seal,
+        })
+    }
+
+    /// Reads a whole sealed object (the hashed fields plus the three seal
+    /// fields) from untrusted JSON, e.g. one of history.json's `versions`.
+    pub fn from_json(v: &Json) -> Result<Sealed<T>, Malformed> {
+        let (unsealed, seal) = split_seal(v, T::NAME)?;
+        Sealed::from_unsealed(&unsealed, seal)
+    }
+}
+
+/// The hashed fields of one accepted write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct EntryFields {
     /// 0-based position in the agent's chain.
     pub sequence: u64,
     /// `hash` of the entry at `sequence - 1`; null only at genesis.
     pub previous_hash: Option<String>,
+    /// The agent, 64 lowercase hex (sha256 of its public key).
     pub agent_id: String,
+    /// The agent's write counter for this capsule.
     pub seq: u64,
+    /// `sha256:` + hex of the canonical capsule.
     pub cursor: String,
+    /// The previous write's `cursor` (null for the agent's first write).
     pub prev_cursor: Option<String>,
+    /// The capsule as accepted.
     pub capsule: Json,
     /// The agent's public key, lowercase hex.
     pub public_key: String,
@@ -172,14 +310,12 @@ pub struct Entry {
     pub signature: String,
     /// RFC 3339, when the service accepted the write.
     pub accepted_at: String,
-    pub hash: String,
-    pub service_signature: String,
-    pub signed_by: String,
 }
 
-impl Entry {
-    /// The hashed part: the entry without its seal fields.
-    pub fn unsealed(&self) -> Json {
+impl Hashed for EntryFields {
+    const NAME: &'static str = "entry";
+
+    fn unsealed(&self) -> Json {
         let opt = |s: &Option<String>| s.as_deref().map_or(Json::Null, Json::from);
         Json::Object(vec![
             ("sequence".into(), Json::from(self.sequence)),
@@ -195,47 +331,13 @@ impl Entry {
         ])
     }
 
-    /// RFC 8785 text of [`Entry::unsealed`]: the bytes `hash` is taken over.
-    pub fn canonical(&self) -> String {
-        jcs::canonicalize(&self.unsealed())
-    }
-
-    pub fn seal(&self) -> Seal {
-        Seal {
-            hash: self.hash.clone(),
-            service_signature: self.service_signature.clone(),
-            signed_by: self.signed_by.clone(),
-        }
-    }
-
-    /// The form the service stores and serves: the canonical text with the
-    /// three seal fields appended before its closing brace. A JSON object
-    /// like any other, and the exact hashed bytes are recovered by cutting
-    /// the fixed-length seal suffix off again ([`canonical_of_stored`]), with
-    /// no parsing or re-canonicalising.
-    pub fn stored_text(&self) -> String {
-        let canonical = self.canonical();
-        let mut out = String::with_capacity(canonical.len() + STORED_SUFFIX_LEN);
-        out.push_str(&canonical[..canonical.len() - 1]);
-        out.push_str(",\"hash\":\"");
-        out.push_str(&self.hash);
-        out.push_str("\",\"service_signature\":\"");
-        out.push_str(&self.service_signature);
-        out.push_str("\",\"signed_by\":\"");
-        out.push_str(&self.signed_by);
-        out.push_str("\"}");
-        out
-    }
-
-    /// Reads the hashed fields from untrusted JSON (exactly the ten fields,
-    /// with their types and formats) and attaches `seal`.
-    pub fn from_unsealed(v: &Json, seal: Seal) -> Result<Entry, String> {
-        let f = Fields::new(v, &ENTRY_FIELDS, "entry")?;
+    fn from_unsealed(v: &Json) -> Result<EntryFields, Malformed> {
+        let f = Fields::new(v, &ENTRY_FIELDS, Self::NAME)?;
         let capsule = f.get("capsule");
         if capsule.as_object().is_none() {
-            return Err("entry.capsule must be an object".into());
+            return Err(Malformed("entry.capsule must be an object".into()));
         }
-        Ok(Entry {
+        Ok(EntryFields {
             sequence: f.uint("sequence")?,
             previous_hash: f.opt_hex("previous_hash", 64)?,
             agent_id: f.hex("agent_id", 64)?,
@@ -246,55 +348,58 @@ impl Entry {
             public_key: f.hex("public_key", 64)?,
             signature: f.hex("signature", 128)?,
             accepted_at: f.timestamp("accepted_at")?,
-            hash: seal.hash,
-            service_signature: seal.service_signature,
-            signed_by: seal.signed_by,
         })
-    }
-
-    /// Reads a whole sealed entry (thirteen fields) from untrusted JSON, e.g.
-    /// one of history.json's `versions`.
-    pub fn from_json(v: &Json) -> Result<Entry, String> {
-        let (unsealed, seal) = split_seal(v, "entry")?;
-        Entry::from_unsealed(&unsealed, seal)
     }
 }
 
-/// The sealed summary of an agent's chain: how long it is, what its newest
+/// One accepted write, as stored, served and exported.
+pub type Entry = Sealed<EntryFields>;
+
+impl Sealed<EntryFields> {
+    /// The form the service stores and serves: the canonical text with the
+    /// three seal fields appended before its closing brace. A JSON object
+    /// like any other, and the exact hashed bytes are recovered by cutting
+    /// the fixed-length seal suffix off again ([`canonical_of_stored`]), with
+    /// no parsing or re-canonicalising.
+    pub fn stored_text(&self) -> String {
+        let canonical = self.canonical();
+        let mut out = String::with_capacity(canonical.len() + STORED_SUFFIX_LEN);
+        out.push_str(&canonical[..canonical.len() - 1]);
+        out.push_str(",\"hash\":\"");
+        out.push_str(&self.seal.hash);
+        out.push_str("\",\"service_signature\":\"");
+        out.push_str(&self.seal.service_signature);
+        out.push_str("\",\"signed_by\":\"");
+        out.push_str(&self.seal.signed_by);
+        out.push_str("\"}");
+        out
+    }
+}
+
+/// The hashed fields of a chain head: how long the chain is, what its newest
 /// entry is, and where the retained window starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChainHead {
+pub struct HeadFields {
+    /// The chain's agent.
     pub agent_id: String,
     /// Entries ever appended (the next entry's `sequence`).
     pub length: u64,
     /// `hash` of the newest entry.
     pub head_hash: String,
-    /// `seq` and `cursor` of the newest entry.
+    /// `seq` of the newest entry.
     pub seq: u64,
+    /// `cursor` of the newest entry.
     pub cursor: String,
     /// `sequence` of the oldest retained entry (= entries pruned so far).
     pub first_sequence: u64,
     /// That entry's `previous_hash` (null when the genesis is retained).
     pub first_previous_hash: Option<String>,
-    pub hash: String,
-    pub service_signature: String,
-    pub signed_by: String,
 }
 
-/// A chain head before sealing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeadFields {
-    pub agent_id: String,
-    pub length: u64,
-    pub head_hash: String,
-    pub seq: u64,
-    pub cursor: String,
-    pub first_sequence: u64,
-    pub first_previous_hash: Option<String>,
-}
+impl Hashed for HeadFields {
+    const NAME: &'static str = "head";
 
-impl HeadFields {
-    pub fn to_json(&self) -> Json {
+    fn unsealed(&self) -> Json {
         Json::Object(vec![
             ("agent_id".into(), Json::from(self.agent_id.as_str())),
             ("length".into(), Json::from(self.length)),
@@ -311,53 +416,9 @@ impl HeadFields {
         ])
     }
 
-    pub fn seal(self, key: &ServiceKey) -> ChainHead {
-        let seal = Seal::make(key, jcs::canonicalize(&self.to_json()).as_bytes());
-        ChainHead {
-            agent_id: self.agent_id,
-            length: self.length,
-            head_hash: self.head_hash,
-            seq: self.seq,
-            cursor: self.cursor,
-            first_sequence: self.first_sequence,
-            first_previous_hash: self.first_previous_hash,
-            hash: seal.hash,
-            service_signature: seal.service_signature,
-            signed_by: seal.signed_by,
-        }
-    }
-}
-
-impl ChainHead {
-    pub fn fields(&self) -> HeadFields {
-        HeadFields {
-            agent_id: self.agent_id.clone(),
-            length: self.length,
-            head_hash: self.head_hash.clone(),
-            seq: self.seq,
-            cursor: self.cursor.clone(),
-            first_sequence: self.first_sequence,
-            first_previous_hash: self.first_previous_hash.clone(),
-        }
-    }
-
-    pub fn canonical(&self) -> String {
-        jcs::canonicalize(&self.fields().to_json())
-    }
-
-    pub fn seal(&self) -> Seal {
-        Seal {
-            hash: self.hash.clone(),
-            service_signature: self.service_signature.clone(),
-            signed_by: self.signed_by.clone(),
-        }
-    }
-
-    /// Reads a sealed head from untrusted JSON.
-    pub fn from_json(v: &Json) -> Result<ChainHead, String> {
-        let (unsealed, seal) = split_seal(v, "head")?;
-        let f = Fields::new(&unsealed, &HEAD_FIELDS, "head")?;
-        Ok(ChainHead {
+    fn from_unsealed(v: &Json) -> Result<HeadFields, Malformed> {
+        let f = Fields::new(v, &HEAD_FIELDS, Self::NAME)?;
+        Ok(HeadFields {
             agent_id: f.hex("agent_id", 64)?,
             length: f.uint("length")?,
             head_hash: f.hex("head_hash", 64)?,
@@ -365,12 +426,13 @@ impl ChainHead {
             cursor: f.cursor("cursor")?,
             first_sequence: f.uint("first_sequence")?,
             first_previous_hash: f.opt_hex("first_previous_hash", 64)?,
-            hash: seal.hash,
-            service_signature: seal.service_signature,
-            signed_by: seal.signed_by,
         })
     }
 }
+
+/// The sealed summary of an agent's chain (history.json's `chain_head`,
+/// also kept in the agent's state).
+pub type ChainHead = Sealed<HeadFields>;
 
 /// The service's public keys by fingerprint, and which one signs today.
 /// Rotation moves the old key to the retired list; it stays here so seals
@@ -433,12 +495,17 @@ impl Keyring {
 /// The body of `GET /api/v1/self/keys`.
 #[derive(Debug, Clone, Serialize)]
 pub struct KeysDoc {
+    /// Fingerprint of the key that seals new entries.
     pub current: String,
+    /// Fingerprint -> public key (64 lowercase hex), retired keys included.
     pub keys: BTreeMap<String, String>,
     /// Fingerprints of keys that no longer seal new entries.
     pub retired: Vec<String>,
+    /// [`SEAL_ALG`].
     pub signature_alg: &'static str,
+    /// [`HASH_ALG`].
     pub hash_alg: &'static str,
+    /// How a seal is made, in one line, for readers without this code.
     pub seal: &'static str,
 }
 
@@ -458,14 +525,14 @@ impl KeysDoc {
 }
 
 /// Splits a sealed object into its hashed part and its seal.
-fn split_seal(v: &Json, what: &str) -> Result<(Json, Seal), String> {
+fn split_seal(v: &Json, what: &str) -> Result<(Json, Seal), Malformed> {
     let members = v
         .as_object()
-        .ok_or_else(|| format!("{what} must be an object"))?;
-    let get = |k: &str| -> Result<String, String> {
+        .ok_or_else(|| Malformed(format!("{what} must be an object")))?;
+    let get = |k: &str| -> Result<String, Malformed> {
         match v.get(k) {
             Some(Json::String(s)) => Ok(s.clone()),
-            _ => Err(format!("{what}.{k} must be a string")),
+            _ => Err(Malformed(format!("{what}.{k} must be a string"))),
         }
     };
     let seal = Seal {
@@ -488,18 +555,18 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn new(v: &'a Json, expected: &[&str], what: &'a str) -> Result<Fields<'a>, String> {
+    fn new(v: &'a Json, expected: &[&str], what: &'a str) -> Result<Fields<'a>, Malformed> {
         let members = v
             .as_object()
-            .ok_or_else(|| format!("{what} must be an object"))?;
+            .ok_or_else(|| Malformed(format!("{what} must be an object")))?;
         for (k, _) in members {
             if !expected.contains(&k.as_str()) {
-                return Err(format!("{what} has an unknown field {k:?}"));
+                return Err(Malformed(format!("{what} has an unknown field {k:?}")));
             }
         }
         for k in expected {
             if v.get(k).is_none() {
-                return Err(format!("{what}.{k} is missing"));
+                return Err(Malformed(format!("{what}.{k} is missing")));
             }
         }
         Ok(Fields { v, what })
@@ -507,39 +574,39 @@ impl<'a> Fields<'a> {
     fn get(&self, k: &str) -> &'a Json {
         self.v.get(k).unwrap_or(&Json::Null)
     }
-    fn err(&self, k: &str, want: &str) -> String {
-        format!("{}.{k} must be {want}", self.what)
+    fn err(&self, k: &str, want: &str) -> Malformed {
+        Malformed(format!("{}.{k} must be {want}", self.what))
     }
-    fn uint(&self, k: &str) -> Result<u64, String> {
+    fn uint(&self, k: &str) -> Result<u64, Malformed> {
         self.get(k)
             .as_safe_u64()
             .ok_or_else(|| self.err(k, "an integer 0..2^53-1"))
     }
-    fn hex(&self, k: &str, len: usize) -> Result<String, String> {
+    fn hex(&self, k: &str, len: usize) -> Result<String, Malformed> {
         match self.get(k).as_str() {
             Some(s) if is_lower_hex(s, len) => Ok(s.to_owned()),
             _ => Err(self.err(k, &format!("{len} lowercase hex characters"))),
         }
     }
-    fn opt_hex(&self, k: &str, len: usize) -> Result<Option<String>, String> {
+    fn opt_hex(&self, k: &str, len: usize) -> Result<Option<String>, Malformed> {
         match self.get(k) {
             Json::Null => Ok(None),
             _ => self.hex(k, len).map(Some),
         }
     }
-    fn cursor(&self, k: &str) -> Result<String, String> {
+    fn cursor(&self, k: &str) -> Result<String, Malformed> {
         match self.get(k).as_str() {
             Some(s) if jcs::is_cursor(s) => Ok(s.to_owned()),
             _ => Err(self.err(k, "\"sha256:\" + 64 lowercase hex characters")),
         }
     }
-    fn opt_cursor(&self, k: &str) -> Result<Option<String>, String> {
+    fn opt_cursor(&self, k: &str) -> Result<Option<String>, Malformed> {
         match self.get(k) {
             Json::Null => Ok(None),
             _ => self.cursor(k).map(Some),
         }
     }
-    fn timestamp(&self, k: &str) -> Result<String, String> {
+    fn timestamp(&self, k: &str) -> Result<String, Malformed> {
         match self.get(k).as_str() {
             Some(s) if is_timestamp(s) => Ok(s.to_owned()),
             _ => Err(self.err(k, "an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)")),

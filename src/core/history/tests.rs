@@ -109,14 +109,14 @@ fn bundle_json(all: &[Entry], index: &HistoryIndex) -> Json {
 fn seal_is_ed25519_over_the_hash_hex() {
     let (all, _) = build(1, 10);
     let e = &all[0];
-    assert_eq!(e.hash, sha3_hex(e.canonical().as_bytes()));
-    assert_eq!(e.hash.len(), 64);
-    assert_eq!(e.signed_by, &service().public_key().to_hex()[..16]);
-    let sig: [u8; 64] = hex::decode(&e.service_signature)
+    assert_eq!(e.seal.hash, sha3_hex(e.canonical().as_bytes()));
+    assert_eq!(e.seal.hash.len(), 64);
+    assert_eq!(e.seal.signed_by, &service().public_key().to_hex()[..16]);
+    let sig: [u8; 64] = hex::decode(&e.seal.service_signature)
         .unwrap()
         .try_into()
         .unwrap();
-    assert!(service().public_key().verify(e.hash.as_bytes(), &sig));
+    assert!(service().public_key().verify(e.seal.hash.as_bytes(), &sig));
     // The hashed part has exactly the ten entry fields.
     let unsealed = e.unsealed();
     let keys: Vec<&str> = unsealed
@@ -178,10 +178,10 @@ fn stored_text_is_the_canonical_text_plus_the_seal() {
         // Same entry (the capsule's keys come back in canonical order).
         let back = Entry::from_json(&v).unwrap();
         assert_eq!(back.canonical(), e.canonical());
-        assert_eq!(back.seal(), e.seal());
+        assert_eq!(back.seal, e.seal);
         let (canonical, seal) = canonical_of_stored(&stored).unwrap();
         assert_eq!(canonical, e.canonical());
-        assert_eq!(seal, e.seal());
+        assert_eq!(seal, e.seal);
         let x = export::ExportEntry::from_stored(&stored).unwrap();
         assert_eq!(x.canonical, e.canonical());
         let de: Entry = serde_json::from_str(&stored).unwrap();
@@ -204,7 +204,7 @@ fn pruning_keeps_the_window_verifiable() {
     assert_eq!(index.head.first_sequence, 4);
     assert_eq!(
         index.head.first_previous_hash.as_deref(),
-        Some(all[3].hash.as_str())
+        Some(all[3].seal.hash.as_str())
     );
     assert_eq!(index.pruned(), 4);
     assert!(index.report.valid);
@@ -262,7 +262,7 @@ fn rotation_keeps_old_seals_verifiable_and_says_so() {
     assert!(r
         .warnings
         .iter()
-        .any(|w| w.contains("retired key") && w.contains(&all[0].signed_by)));
+        .any(|w| w.contains("retired key") && w.contains(&all[0].seal.signed_by)));
     // Without the retired key, the old seals cannot be checked.
     let only_new = Keyring::new(Some(&new_key.public_key()), &[]);
     let r = verify_chain(&index.agent_id, &index.head, &all, &only_new, None);

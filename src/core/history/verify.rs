@@ -26,14 +26,20 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckName {
+    /// Entries and head are well-formed; capsules pass the schema.
     Schema,
+    /// Capsules pass the safety scanner.
     Safety,
+    /// Hashes, links and the head agree.
     Chain,
+    /// The agent's signatures verify under its own key.
     Signature,
+    /// The service's seals verify under the keyring.
     Seal,
 }
 
 impl CheckName {
+    /// Every check, in the order reports list them.
     pub const ALL: [CheckName; 5] = [
         CheckName::Schema,
         CheckName::Safety,
@@ -41,6 +47,7 @@ impl CheckName {
         CheckName::Signature,
         CheckName::Seal,
     ];
+    /// The wire name (`"schema"`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             CheckName::Schema => "schema",
@@ -50,6 +57,7 @@ impl CheckName {
             CheckName::Seal => "seal",
         }
     }
+    /// The check with this wire name.
     pub fn from_wire(s: &str) -> Option<CheckName> {
         CheckName::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -73,16 +81,20 @@ pub enum Level {
 /// One problem found; `sequence` is null for the head or the bundle itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
+    /// The entry's `sequence` (null: the head, or the bundle as a whole).
     pub sequence: Option<u64>,
+    /// What is wrong, for a human.
     pub detail: String,
 }
 
 /// One check's measurement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
+    /// No failures.
     pub ok: bool,
     /// Entries this check examined.
     pub checked: u64,
+    /// What it found, in the order found.
     pub failures: Vec<Failure>,
 }
 
@@ -96,16 +108,23 @@ impl Default for Check {
     }
 }
 
+/// The five measurements, one field per [`CheckName`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checks {
+    /// [`CheckName::Schema`].
     pub schema: Check,
+    /// [`CheckName::Safety`].
     pub safety: Check,
+    /// [`CheckName::Chain`].
     pub chain: Check,
+    /// [`CheckName::Signature`].
     pub signature: Check,
+    /// [`CheckName::Seal`].
     pub seal: Check,
 }
 
 impl Checks {
+    /// The measurement of `c`.
     pub fn get(&self, c: CheckName) -> &Check {
         match c {
             CheckName::Schema => &self.schema,
@@ -115,6 +134,7 @@ impl Checks {
             CheckName::Seal => &self.seal,
         }
     }
+    /// The measurement of `c`, to record into.
     pub fn get_mut(&mut self, c: CheckName) -> &mut Check {
         match c {
             CheckName::Schema => &mut self.schema,
@@ -131,6 +151,7 @@ impl Checks {
             .filter(|c| !self.get(*c).ok)
             .collect()
     }
+    /// The highest level whose checks (and those below) all pass.
     pub fn level(&self) -> Level {
         let ok = |c: CheckName| self.get(c).ok;
         if !(ok(CheckName::Schema) && ok(CheckName::Safety)) {
@@ -154,6 +175,7 @@ pub struct Window {
     pub first_sequence: Option<u64>,
     /// The head's chain length (entries ever appended).
     pub length: Option<u64>,
+    /// The head's `head_hash` (the newest entry's `hash`).
     pub head_hash: Option<String>,
 }
 
@@ -161,22 +183,30 @@ pub struct Window {
 /// what each check examined and what it found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
+    /// The chain's agent.
     pub agent_id: String,
     /// Every check passed.
     pub valid: bool,
+    /// How far verification got.
     pub level: Level,
-    /// `cursor` and `seq` of the newest entry (null if there is none).
+    /// `cursor` of the newest entry (null if there is none).
     pub cursor: Option<String>,
+    /// `seq` of the newest entry (null if there is none).
     pub seq: Option<u64>,
+    /// Each check's measurement.
     pub checks: Checks,
+    /// Facts worth knowing that are not failures (pruning, retired keys,
+    /// keys taken from the bundle itself).
     pub warnings: Vec<String>,
     /// When the measurement was taken (absent offline unless given a clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_at: Option<String>,
+    /// What was examined.
     pub window: Window,
 }
 
 impl Report {
+    /// The checks that failed, in the fixed order.
     pub fn failing(&self) -> Vec<CheckName> {
         self.checks.failing()
     }
@@ -204,7 +234,7 @@ impl<'a> Prev<'a> {
     pub(crate) fn of(e: &'a Entry) -> Prev<'a> {
         Prev::Entry {
             sequence: e.sequence,
-            hash: &e.hash,
+            hash: &e.seal.hash,
             seq: e.seq,
             cursor: &e.cursor,
         }
@@ -283,7 +313,7 @@ impl<'a> Verifier<'a> {
         use CheckName::*;
         let at = Some(e.sequence);
         self.count_entry();
-        *self.signers.entry(e.signed_by.clone()).or_default() += 1;
+        *self.signers.entry(e.seal.signed_by.clone()).or_default() += 1;
 
         // structure
         if let Err(violations) = validate::validate_capsule(&e.capsule) {
@@ -316,7 +346,7 @@ impl<'a> Verifier<'a> {
         }
 
         // integrity
-        if super::sha3_hex(hashed) != e.hash {
+        if super::sha3_hex(hashed) != e.seal.hash {
             self.fail(Chain, at, "hash does not match the entry's canonical bytes");
         }
         if jcs::cursor(&e.capsule) != e.cursor {
@@ -423,8 +453,8 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
-        if let Err(d) = e.seal().verify(self.keyring) {
-            self.fail(Seal, at, d);
+        if let Err(d) = e.seal.verify(self.keyring) {
+            self.fail(Seal, at, d.to_string());
         }
     }
 
@@ -432,7 +462,7 @@ impl<'a> Verifier<'a> {
     /// newest entry (so a truncated or extended tail shows), and its seal.
     pub(crate) fn head(&mut self, h: &ChainHead, last: Option<&Entry>, last_readable: bool) {
         use CheckName::*;
-        if super::sha3_hex(h.canonical().as_bytes()) != h.hash {
+        if super::sha3_hex(h.canonical().as_bytes()) != h.seal.hash {
             self.fail(
                 Chain,
                 None,
@@ -456,7 +486,7 @@ impl<'a> Verifier<'a> {
                         ),
                     );
                 }
-                if l.hash != h.head_hash {
+                if l.seal.hash != h.head_hash {
                     self.fail(
                         Chain,
                         None,
@@ -468,7 +498,7 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
-        if let Err(d) = h.seal().verify(self.keyring) {
+        if let Err(d) = h.seal.verify(self.keyring) {
             self.fail(Seal, None, format!("head: {d}"));
         }
     }
