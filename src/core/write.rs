@@ -23,6 +23,10 @@ use crate::core::urls::Doc;
 use crate::core::validate::{self, Violation};
 use serde::{Deserialize, Serialize};
 
+/// The largest seq: 2^53 - 1, the largest integer every JSON reader holds
+/// exactly. An agent whose last accepted seq is this can write no more.
+pub const MAX_SEQ: u64 = (1 << 53) - 1;
+
 const ENVELOPE_FIELDS: &[&str] = &[
     "agent_id",
     "public_key",
@@ -268,14 +272,20 @@ pub fn check(
     // always answered `replay_seq` (which never counts toward a cooldown).
     if let Some(p) = &state.published {
         if signed.seq <= p.seq {
-            return Err(Rejection::one(
-                R::ReplaySeq,
+            // At the largest seq there is no greater one: say so, or the
+            // agent would retry forever.
+            let detail = if p.seq >= MAX_SEQ {
+                format!(
+                    "seq {} is not greater than the stored seq {}, the largest seq there is: this agent id can take no further writes (use a new key)",
+                    signed.seq, p.seq
+                )
+            } else {
                 format!(
                     "seq {} is not greater than the stored seq {}",
                     signed.seq, p.seq
-                ),
-            )
-            .authenticated(&signed));
+                )
+            };
+            return Err(Rejection::one(R::ReplaySeq, detail).authenticated(&signed));
         }
     }
     if let Some(until) = state.cooldown.active_until(now_ms) {

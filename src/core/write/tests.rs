@@ -529,3 +529,25 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
     }
     assert_eq!(s.cooldown.until_ms, Some(until));
 }
+
+#[test]
+fn the_largest_seq_is_the_last_write_and_the_refusal_says_so() {
+    let k = key(41);
+    let mut s = AgentState::default();
+    let c = capsule_for(&k);
+    // 2^53 - 1 is a valid seq (one more is bad_seq) …
+    let over = run(&s, &body(&k.sign_envelope(MAX_SEQ + 1, &c)), &k).unwrap_err();
+    assert_eq!(codes(&over), ["bad_seq"]);
+    put(&mut s, &k, MAX_SEQ, &c, T0).unwrap();
+    // … and after it nothing is greater: every later write is a replay,
+    // with a detail that tells the agent to stop retrying.
+    let r = put(&mut s, &k, MAX_SEQ, &c, T0 + HOUR).unwrap_err();
+    assert_eq!(codes(&r), ["replay_seq"]);
+    assert!(r.detail.contains("no further writes"), "{}", r.detail);
+    // An ordinary replay keeps the ordinary detail.
+    let k2 = key(42);
+    let mut s2 = AgentState::default();
+    put(&mut s2, &k2, 5, &capsule_for(&k2), T0).unwrap();
+    let r = put(&mut s2, &k2, 5, &capsule_for(&k2), T0 + HOUR).unwrap_err();
+    assert!(!r.detail.contains("no further writes"), "{}", r.detail);
+}
