@@ -2,6 +2,7 @@
 //! so the client's logic runs against a scripted fake in unit tests and
 //! against [`UreqTransport`] (blocking HTTP/1.1, rustls) for real.
 
+use std::fmt;
 use std::time::Duration;
 
 /// Largest response body read (a capsule is at most 24 KiB; history and
@@ -80,10 +81,37 @@ impl Response {
     }
 }
 
-/// Sends one request. `Err` is a network-level failure (no HTTP answer),
-/// described in one line. Every HTTP status, 4xx and 5xx included, is `Ok`.
+/// A network-level failure: no HTTP answer came back. `Display` is one line
+/// (it ends up in "service unreachable: …" and in retry notes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// The request could not even be built (e.g. a malformed URL).
+    BadRequest { url: String, detail: String },
+    /// No complete answer within the timeout.
+    Timeout(String),
+    /// Connection, TLS or I/O failure (refused, reset, DNS, …).
+    Network(String),
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::BadRequest { url, detail } => {
+                write!(f, "bad request for {url}: {detail}")
+            }
+            TransportError::Timeout(t) => write!(f, "timed out ({t})"),
+            TransportError::Network(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+/// Sends one request. `Err` is a network-level failure (no HTTP answer).
+/// Every HTTP status, 4xx and 5xx included, is `Ok`: what a status means is
+/// the retry policy's call, not the transport's.
 pub trait Transport {
-    fn send(&self, req: &Request) -> Result<Response, String>;
+    fn send(&self, req: &Request) -> Result<Response, TransportError>;
 }
 
 /// The real transport.
@@ -105,14 +133,17 @@ impl UreqTransport {
 }
 
 impl Transport for UreqTransport {
-    fn send(&self, req: &Request) -> Result<Response, String> {
+    fn send(&self, req: &Request) -> Result<Response, TransportError> {
         let mut builder = ureq::http::Request::builder()
             .method(req.method)
             .uri(&req.url);
         for (k, v) in &req.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
-        let bad = |e: ureq::http::Error| format!("bad request for {}: {e}", req.url);
+        let bad = |e: ureq::http::Error| TransportError::BadRequest {
+            url: req.url.clone(),
+            detail: e.to_string(),
+        };
         let result = match &req.body {
             Some(body) => self.agent.run(builder.body(body.as_slice()).map_err(bad)?),
             None => self.agent.run(builder.body(()).map_err(bad)?),
@@ -138,10 +169,10 @@ impl Transport for UreqTransport {
     }
 }
 
-fn describe(e: ureq::Error) -> String {
+fn describe(e: ureq::Error) -> TransportError {
     match e {
-        ureq::Error::Io(io) => io.to_string(),
-        ureq::Error::Timeout(t) => format!("timed out ({t})"),
-        other => other.to_string(),
+        ureq::Error::Io(io) => TransportError::Network(io.to_string()),
+        ureq::Error::Timeout(t) => TransportError::Timeout(t.to_string()),
+        other => TransportError::Network(other.to_string()),
     }
 }

@@ -3,14 +3,18 @@
 //! faults, so retries, lost answers and local-first resolution are tested
 //! without a network.
 
-use super::http::{Request, Response, Transport};
+use super::http::{Request, Response, Transport, TransportError};
 use super::*;
+use crate::core::crypto::AgentKey;
+use crate::core::jcs::{self, cursor_hex};
+use crate::core::json::Json;
 use crate::core::limits::TierTable;
 use crate::core::write::{self as core_write, AgentState};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::time::Duration;
 
 const BASE: &str = "http://svc.test";
 const NOW: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
@@ -120,14 +124,14 @@ impl Service {
 struct Fake(Rc<RefCell<Service>>);
 
 impl Transport for Fake {
-    fn send(&self, req: &Request) -> Result<Response, String> {
+    fn send(&self, req: &Request) -> Result<Response, TransportError> {
         let mut s = self.0.borrow_mut();
         s.log.push(req.clone());
         match s.faults.pop_front() {
-            Some(Fault::Refused) => Err("connection refused".into()),
+            Some(Fault::Refused) => Err(TransportError::Network("connection refused".into())),
             Some(Fault::LostAnswer) => {
                 s.handle(req);
-                Err("connection reset by peer".into())
+                Err(TransportError::Network("connection reset by peer".into()))
             }
             Some(Fault::Unavailable(secs)) => Ok(Response {
                 status: 503,

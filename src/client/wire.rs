@@ -2,6 +2,7 @@
 //! Unknown fields are ignored, so newer servers stay readable.
 
 use crate::core::reason::{Class, ReasonCode};
+use crate::core::write::Rejection;
 use serde::{Deserialize, Serialize};
 
 /// head.json, its `writes`, and the accepted-PUT body: the core's own types,
@@ -46,6 +47,30 @@ pub struct Rejected {
 }
 
 impl Rejected {
+    /// A rejection the core decided on this machine (the local pre-check:
+    /// nothing was sent), in the shape of the body the service would answer.
+    pub fn refused_locally(r: Rejection) -> Rejected {
+        Rejected {
+            status: r.status(),
+            reason_codes: r
+                .reason_codes
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
+            detail: Some(r.detail),
+            retry_after_sec: r.retry_after_sec,
+            next_write_at: r.next_write_at,
+            findings: r
+                .findings
+                .iter()
+                .filter_map(|f| serde_json::to_value(f).ok())
+                .collect(),
+            max_bytes: r.max_bytes.map(|b| b as u64),
+            observed_bytes: r.observed_bytes,
+            local: true,
+        }
+    }
+
     /// The known reason codes, in the order given.
     pub fn codes(&self) -> Vec<ReasonCode> {
         self.reason_codes

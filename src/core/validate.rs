@@ -14,36 +14,69 @@ use serde::Serialize;
 /// (which never quotes the offending value).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
+    /// The reason code this problem is reported under.
     pub code: R,
+    /// Where: a JSON path such as `$.objectives[2].title` (an unknown key that
+    /// could be sensitive is not spelled out, see [`unknown_field_path`]).
     pub path: String,
+    /// What is wrong, in words; names the bound, never the value.
     pub message: String,
 }
 
 /// Spec limits (free tier and all others: the schema does not vary by tier).
+/// In the code each bound is spelled only here: a check and its message both
+/// read it, so a message cannot name another limit than the one enforced.
+/// (`schemas/` spells them for JSON Schema; `tests/schemas.rs` checks that
+/// both accept and reject the same capsules.) String lengths count Unicode
+/// scalar values; `watch.sources` ids are ASCII, so there bytes are the same.
 pub mod bounds {
+    /// `policy.policy_version`: 1 to this many characters.
     pub const POLICY_VERSION_MAX: usize = 16;
+    /// `policy.memory_budget.max_rehydrate_tokens`: inclusive range.
     pub const REHYDRATE_TOKENS: (u64, u64) = (256, 1500);
+    /// `policy.memory_budget.max_objectives`: inclusive range.
     pub const MAX_OBJECTIVES: (u64, u64) = (0, 8);
+    /// `constraints`: at most this many.
     pub const CONSTRAINTS_MAX: usize = 20;
+    /// Constraint and objective `id`s: 1 to this many characters.
     pub const ID_MAX: usize = 24;
+    /// A list-valued constraint `value`: at most this many strings.
     pub const CONSTRAINT_VALUES_MAX: usize = 20;
+    /// Each string of a constraint `value`: 1 to this many characters.
     pub const CONSTRAINT_VALUE_LEN_MAX: usize = 48;
+    /// `objectives`: at most this many.
     pub const OBJECTIVES_MAX: usize = 8;
+    /// `objectives[].title`: 1 to this many characters.
     pub const TITLE_MAX: usize = 120;
+    /// `objectives[].checkpoint`: at most this many characters.
     pub const CHECKPOINT_MAX: usize = 200;
+    /// `capabilities.tool_allowlist`: at most this many tool ids.
     pub const TOOLS_MAX: usize = 20;
+    /// Each tool id: 1 to this many characters.
     pub const TOOL_LEN_MAX: usize = 48;
+    /// `capabilities.feature_flags`: at most this many flags.
     pub const FLAGS_MAX: usize = 20;
+    /// Each feature flag: 1 to this many characters.
     pub const FLAG_LEN_MAX: usize = 32;
+    /// `pointers.receipts`: at most this many.
     pub const RECEIPTS_MAX: usize = 5;
+    /// `receipts[].name`: 1 to this many characters.
     pub const RECEIPT_NAME_MAX: usize = 32;
+    /// `receipts[].evidence_url`: 1 to this many characters.
     pub const EVIDENCE_URL_MAX: usize = 200;
+    /// `self_motto`: at most this many characters.
     pub const MOTTO_MAX: usize = 160;
+    /// `watch.tags`: at most this many.
     pub const WATCH_TAGS_MAX: usize = 10;
+    /// Each watch tag: 1 to this many characters.
     pub const WATCH_TAG_LEN_MAX: usize = 24;
+    /// `watch.sources`: at most this many.
     pub const WATCH_SOURCES_MAX: usize = 25;
+    /// Each watch source id: this many characters, inclusive range.
     pub const WATCH_SOURCE_LEN: (usize, usize) = (2, 32);
+    /// `watch.stacks`: at most this many.
     pub const WATCH_STACKS_MAX: usize = 10;
+    /// Each watch stack name: 1 to this many characters.
     pub const WATCH_STACK_LEN_MAX: usize = 32;
 }
 use bounds::*;
@@ -84,6 +117,12 @@ struct Checker {
 
 fn chars(s: &str) -> usize {
     s.chars().count()
+}
+
+/// An enum's wire names, `a, b, c`, for "one of …" messages (from the
+/// enum's own list, so a new variant cannot be missing from the message).
+fn names<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {
+    all.iter().map(|&t| name(t)).collect::<Vec<_>>().join(", ")
 }
 
 /// `^[a-z0-9_-]+$`
@@ -427,12 +466,13 @@ impl Checker {
             {
                 Some(t) => Some(t),
                 None => {
-                    let allowed: Vec<&str> =
-                        ConstraintType::ALL.iter().map(|t| t.as_str()).collect();
                     self.push(
                         R::ConstraintType,
                         &path::key(&at, "type"),
-                        format!("required, one of {}", allowed.join(", ")),
+                        format!(
+                            "required, one of {}",
+                            names(&ConstraintType::ALL, ConstraintType::as_str)
+                        ),
                     );
                     None
                 }
@@ -446,7 +486,7 @@ impl Checker {
                         &value_at,
                         R::ConstraintValue,
                         CONSTRAINT_VALUES_MAX,
-                        "a string of 1 to 48 characters",
+                        &format!("a string of 1 to {CONSTRAINT_VALUE_LEN_MAX} characters"),
                         |s| (1..=CONSTRAINT_VALUE_LEN_MAX).contains(&chars(s)),
                     )
                     .map(ConstraintValue::List),
@@ -466,7 +506,7 @@ impl Checker {
         (self.out.len() == before && items.len() <= CONSTRAINTS_MAX).then_some(out)
     }
 
-    /// An id (`^[a-z0-9_-]+$`, max 24) that must be unique among `seen`.
+    /// An id (`^[a-z0-9_-]+$`, at most [`ID_MAX`]) that must be unique among `seen`.
     fn id<'a>(
         &mut self,
         value: Option<&'a Json>,
@@ -484,7 +524,11 @@ impl Checker {
                 Some(s.to_owned())
             }
             _ => {
-                self.push(code, at, "required, 1 to 24 characters of [a-z0-9_-]");
+                self.push(
+                    code,
+                    at,
+                    format!("required, 1 to {ID_MAX} characters of [a-z0-9_-]"),
+                );
                 None
             }
         }
@@ -518,7 +562,10 @@ impl Checker {
                     self.push(
                         R::ObjectiveStatus,
                         &path::key(&at, "status"),
-                        "required, one of open, in_progress, blocked, done, cancelled",
+                        format!(
+                            "required, one of {}",
+                            names(&ObjectiveStatus::ALL, ObjectiveStatus::as_str)
+                        ),
                     );
                     None
                 }
@@ -531,7 +578,7 @@ impl Checker {
                         self.push(
                             R::ObjectivePriority,
                             &path::key(&at, "priority"),
-                            "one of low, med, high",
+                            format!("one of {}", names(&Priority::ALL, Priority::as_str)),
                         );
                         None
                     }
@@ -581,7 +628,7 @@ impl Checker {
                 "$.capabilities.tool_allowlist",
                 R::ToolAllowlist,
                 TOOLS_MAX,
-                "a tool id of 1 to 48 characters of [a-z0-9_.:-]",
+                &format!("a tool id of 1 to {TOOL_LEN_MAX} characters of [a-z0-9_.:-]"),
                 |s| is_tool_id(s) && chars(s) <= TOOL_LEN_MAX,
             )
         });
@@ -591,7 +638,7 @@ impl Checker {
                 "$.capabilities.feature_flags",
                 R::FeatureFlags,
                 FLAGS_MAX,
-                "a flag of 1 to 32 characters of [a-z0-9_-]",
+                &format!("a flag of 1 to {FLAG_LEN_MAX} characters of [a-z0-9_-]"),
                 |s| is_slug(s) && chars(s) <= FLAG_LEN_MAX,
             )
         });
@@ -674,7 +721,7 @@ impl Checker {
                 "$.watch.tags",
                 R::WatchTags,
                 WATCH_TAGS_MAX,
-                "a tag of 1 to 24 characters",
+                &format!("a tag of 1 to {WATCH_TAG_LEN_MAX} characters"),
                 |s| (1..=WATCH_TAG_LEN_MAX).contains(&chars(s)),
             )
         });
@@ -684,7 +731,10 @@ impl Checker {
                 "$.watch.sources",
                 R::WatchSources,
                 WATCH_SOURCES_MAX,
-                "a source id of 2 to 32 characters of [a-z0-9_-]",
+                &format!(
+                    "a source id of {} to {} characters of [a-z0-9_-]",
+                    WATCH_SOURCE_LEN.0, WATCH_SOURCE_LEN.1
+                ),
                 |s| is_slug(s) && (WATCH_SOURCE_LEN.0..=WATCH_SOURCE_LEN.1).contains(&s.len()),
             )
         });
@@ -694,7 +744,7 @@ impl Checker {
                 "$.watch.stacks",
                 R::WatchStacks,
                 WATCH_STACKS_MAX,
-                "a name of 1 to 32 characters",
+                &format!("a name of 1 to {WATCH_STACK_LEN_MAX} characters"),
                 |s| (1..=WATCH_STACK_LEN_MAX).contains(&chars(s)),
             )
         });

@@ -1,0 +1,99 @@
+//! The identity and its state directory: `keygen`, `id`, `bootstrap`,
+//! `status`. The key itself is never printed, only the ids derived from it.
+
+use crate::cli::{client, location, Global, JsonOut};
+use crate::print::{emit, print_json};
+use self_capsule::client::{state, Client, Error};
+
+/// `keygen`: a new identity in the directory the options select.
+pub(crate) fn keygen(g: &Global, out: JsonOut) -> Result<(), Error> {
+    let (dir, key) = Client::keygen(&location(g))?;
+    let v = serde_json::json!({
+        "agent_id": key.agent_id().as_str(),
+        "public_key": key.public_key().to_hex(),
+        "state_dir": dir.path().display().to_string(),
+    });
+    if out.json {
+        print_json(&v);
+    } else {
+        print_id(&v);
+        eprintln!("selfcap: next: selfcap bootstrap --url URL");
+    }
+    Ok(())
+}
+
+/// `id`: the agent id and public key (no network, no client).
+pub(crate) fn id(g: &Global, out: JsonOut) -> Result<(), Error> {
+    let state = location(g).find()?;
+    let key = state.load_key()?;
+    let v = serde_json::json!({
+        "agent_id": key.agent_id().as_str(),
+        "public_key": key.public_key().to_hex(),
+        "state_dir": state.path().display().to_string(),
+    });
+    if out.json {
+        print_json(&v);
+    } else {
+        print_id(&v);
+    }
+    Ok(())
+}
+
+/// `bootstrap`: checks the agent id with the service and stores its URLs.
+pub(crate) fn bootstrap(g: &Global, out: JsonOut) -> Result<(), Error> {
+    if g.url.is_none() {
+        return Err(Error::Local(
+            "bootstrap needs the service URL: --url URL (or SELFCAP_URL)".into(),
+        ));
+    }
+    let c = client(g, 0)?;
+    let b = c.bootstrap()?;
+    if out.json {
+        print_json(&b);
+    } else {
+        emit(&format!(
+            "agent_id     {}\nhead_url     {}\ncapsule_url  {}\n",
+            b.agent_id, b.head_url, b.capsule_url
+        ));
+        eprintln!(
+            "selfcap: stored in {}",
+            c.state().file(state::SERVICE_FILE).display()
+        );
+    }
+    Ok(())
+}
+
+/// `status`: identity, service, last accepted write, dirty or clean.
+pub(crate) fn status(g: &Global, out: JsonOut) -> Result<(), Error> {
+    let s = client(g, 0)?.status()?;
+    if out.json {
+        print_json(&s);
+    } else {
+        let none = || "-".to_string();
+        emit(&format!(
+            "agent_id    {}\nstate_dir   {}\nservice     {}\npublished   {}\ndesired     {}\n",
+            s.agent_id,
+            s.state_dir,
+            s.base_url.clone().unwrap_or_else(none),
+            match (&s.published_seq, &s.published_cursor) {
+                (Some(q), Some(c)) => format!("seq {q} {c}"),
+                _ => none(),
+            },
+            match &s.desired_cursor {
+                Some(c) if s.dirty => format!("{c} (dirty: run `selfcap publish`)"),
+                Some(c) => format!("{c} (clean)"),
+                None => none(),
+            }
+        ));
+    }
+    Ok(())
+}
+
+fn print_id(v: &serde_json::Value) {
+    emit(&format!(
+        "agent_id    {}\npublic_key  {}\nstate_dir   {}\n",
+        v["agent_id"].as_str().unwrap_or(""),
+        v["public_key"].as_str().unwrap_or(""),
+        v["state_dir"].as_str().unwrap_or("")
+    ));
+}

@@ -1,0 +1,435 @@
+//! `selfcap`: the command-line client for Self Capsule (native only; the
+//! work is done by `self_capsule::client` on top of the protocol core).
+//!
+//! This file parses the arguments and dispatches; each command is one
+//! function, grouped by what it works on:
+//!
+//! - `identity`: keygen, id, bootstrap, status (the state directory)
+//! - `canon`: canon, cursor (any JSON document; no identity needed)
+//! - `publish`: template, set, sign, put, publish (writes)
+//! - `read`: head, get, rehydrate (the current capsule)
+//! - `history`: history, export, verify (the sealed history)
+//! - `print`: stdout and stderr, error reports and exit codes
+//!
+//! What a command prints and how it exits is a contract (scripts and
+//! tests/e2e/cli.test.mjs rely on it): the exit codes are
+//! `self_capsule::client::ExitCode`, listed in `--help`.
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    // The CLI is native only; this keeps a wasm build of every target quiet.
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    std::process::exit(cli::main());
+}
+
+// Native only: clap, ureq and the client library are never in a wasm build.
+#[cfg(not(target_arch = "wasm32"))]
+mod canon;
+#[cfg(not(target_arch = "wasm32"))]
+mod history;
+#[cfg(not(target_arch = "wasm32"))]
+mod identity;
+#[cfg(not(target_arch = "wasm32"))]
+mod print;
+#[cfg(not(target_arch = "wasm32"))]
+mod publish;
+#[cfg(not(target_arch = "wasm32"))]
+mod read;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod cli {
+    use super::{canon, history, identity, print, publish, read};
+    use clap::{Args, Parser, Subcommand, ValueEnum};
+    use self_capsule::client::http::UreqTransport;
+    use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location};
+    use self_capsule::core::crypto::AgentId;
+    use self_capsule::core::json::{self, Json};
+    use std::io::Read;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (also: head \"unchanged\", publish with nothing to send)
+  1  local error: bad file or JSON, bad key file, no identity, no service URL
+  2  usage error
+  3  service unreachable or failing after retries (network, 5xx, protocol)
+  4  write rejected: fix the payload (class fix_payload: schema, unsafe_content,
+     replay_seq, capsule_too_large, ...; also the local pre-check, nothing sent)
+  5  write rejected: back off until next_write_at (class back_off: quota, cooldown)
+  6  write rejected: signature problem (class signature): check key and signing
+  7  not found: no capsule published for that agent
+  8  verification failed";
+
+    const ABOUT: &str = "Client for Self Capsule: keys, signing, publishing and \
+local-first rehydration of an agent's signed self capsule.";
+
+    const LONG_ABOUT: &str = "\
+Client for Self Capsule: keys, signing, publishing and local-first rehydration of
+an agent's signed self capsule.
+
+Quick start:
+  selfcap keygen                                  # new identity in ~/.selfcap/<agent_id>/
+  selfcap bootstrap --url https://self.example    # store the service URLs
+  selfcap template > capsule.json                 # edit it, then:
+  selfcap put capsule.json                        # sign with the next seq and publish
+  selfcap head                                    # \"unchanged\" while nothing changed
+  selfcap rehydrate                               # after a restart: the prompt block
+  selfcap history; selfcap verify                 # the sealed history chain, checked locally
+
+State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
+  key             Ed25519 seed, 64 hex, mode 0600 (never printed)
+  identity.json   agent_id and public key
+  service.json    the URLs bootstrap returned
+  capsule.json    the desired state: edit it (or `selfcap set FILE`); `publish` sends it
+                  only when it differs (by cursor) from published.json
+  published.json  the last accepted write (seq, cursor, capsule)
+  head.json       the last head seen and its ETag
+  signed.json     the last envelope signed (a seq never signs two different capsules)";
+
+    #[derive(Parser)]
+    #[command(
+        name = "selfcap",
+        version,
+        about = ABOUT,
+        long_about = LONG_ABOUT,
+        after_help = EXIT_CODES,
+        propagate_version = true
+    )]
+    struct Cli {
+        #[command(flatten)]
+        global: Global,
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(Args)]
+    #[command(next_help_heading = "Global options")]
+    pub(crate) struct Global {
+        /// The identity's state directory (overrides --home/--agent).
+        #[arg(long, global = true, env = "SELFCAP_STATE_DIR", value_name = "DIR")]
+        pub(crate) state_dir: Option<PathBuf>,
+        /// Where identities live, one directory per agent id [default: ~/.selfcap].
+        #[arg(long, global = true, env = "SELFCAP_HOME", value_name = "DIR")]
+        pub(crate) home: Option<PathBuf>,
+        /// Which identity in --home (an agent id or a unique prefix); needed
+        /// only when there are several.
+        #[arg(long, global = true, env = "SELFCAP_AGENT", value_name = "ID")]
+        pub(crate) agent: Option<String>,
+        /// Service base URL (default: the one `bootstrap` stored).
+        #[arg(long, global = true, env = "SELFCAP_URL", value_name = "URL")]
+        pub(crate) url: Option<String>,
+        /// Retries after a network error or 5xx (capped exponential backoff from 0.5 s).
+        #[arg(
+            long,
+            global = true,
+            env = "SELFCAP_RETRIES",
+            default_value_t = 3,
+            value_name = "N"
+        )]
+        pub(crate) retries: u32,
+        /// Per-request timeout in seconds.
+        #[arg(long, global = true, default_value_t = 30, value_name = "SECS")]
+        pub(crate) timeout: u64,
+    }
+
+    #[derive(Args, Clone, Copy)]
+    pub(crate) struct JsonOut {
+        /// Machine-readable JSON on stdout.
+        #[arg(long)]
+        pub(crate) json: bool,
+    }
+
+    #[derive(Args, Clone)]
+    pub(crate) struct WriteOpts {
+        /// Use this seq instead of max(local, service) + 1.
+        #[arg(long, value_name = "N")]
+        pub(crate) seq: Option<u64>,
+        /// Send without the local schema/safety check.
+        #[arg(long)]
+        pub(crate) no_precheck: bool,
+        /// On a 429, sleep up to SECS for the service's retry_after_sec and retry
+        /// (0: report the wait and exit 5).
+        #[arg(long, value_name = "SECS", default_value_t = 0)]
+        pub(crate) wait: u64,
+    }
+
+    #[derive(Clone, Copy, ValueEnum)]
+    pub(crate) enum RenderFormat {
+        Text,
+        Markdown,
+    }
+
+    #[derive(Subcommand)]
+    enum Command {
+        /// Create a new Ed25519 identity (key file mode 0600; the key is never printed).
+        Keygen {
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Print this identity's agent id and public key.
+        Id {
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Register with a service (stateless): check the agent id, store the URLs.
+        #[command(after_help = "The URL comes from --url (or SELFCAP_URL).")]
+        Bootstrap {
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Print the RFC 8785 canonical bytes of a JSON document.
+        Canon {
+            /// The document ("-" or nothing: stdin).
+            file: Option<PathBuf>,
+        },
+        /// Print the cursor ("sha256:" + hex of SHA-256 of the canonical bytes).
+        Cursor {
+            /// The document ("-" or nothing: stdin).
+            file: Option<PathBuf>,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Print a minimal valid capsule for this identity, to start from.
+        Template,
+        /// Replace the desired capsule (capsule.json in the state dir) after the local check.
+        Set {
+            /// The capsule ("-": stdin).
+            file: PathBuf,
+            /// Store it without the local schema/safety check.
+            #[arg(long)]
+            no_precheck: bool,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Show the local state: identity, service, last accepted write, dirty or not.
+        Status {
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Print the signed envelope for a capsule with the next seq (dry run, nothing sent).
+        #[command(
+            after_help = "The next seq here is local knowledge only: above the last accepted \
+and the last signed seq (`put` also asks the service). The seq is recorded as signed, so it is \
+never reused for a different capsule."
+        )]
+        Sign {
+            /// The capsule ("-": stdin).
+            file: PathBuf,
+            /// Use this seq.
+            #[arg(long, value_name = "N")]
+            seq: Option<u64>,
+            /// Sign without the local schema/safety check.
+            #[arg(long)]
+            no_precheck: bool,
+        },
+        /// Sign a capsule with the next seq and PUT it; record it locally when accepted.
+        #[command(after_help = EXIT_CODES)]
+        Put {
+            /// The capsule ("-": stdin).
+            file: PathBuf,
+            #[command(flatten)]
+            write: WriteOpts,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Publish the desired capsule (capsule.json) if it differs from the last accepted one.
+        #[command(after_help = EXIT_CODES)]
+        Publish {
+            /// Publish even when nothing changed (spends a write).
+            #[arg(long)]
+            force: bool,
+            #[command(flatten)]
+            write: WriteOpts,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Poll head.json with the stored ETag; prints "unchanged" on 304.
+        Head {
+            /// Another agent (default: this identity; no ETag is stored for others).
+            agent_id: Option<String>,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Fetch capsule.json (exact canonical bytes, checked against the ETag).
+        Get {
+            /// Another agent (default: this identity).
+            agent_id: Option<String>,
+            /// Indent the output.
+            #[arg(long)]
+            pretty: bool,
+        },
+        /// Local-first rehydration: the higher seq of the local copy and the service
+        /// wins; stores it and prints the rehydration block.
+        #[command(after_help = "Works offline from the local copy when the service is \
+unreachable (with a warning). Status lines go to stderr; stdout is only the block.")]
+        Rehydrate {
+            /// Block format.
+            #[arg(long, value_enum, default_value = "text")]
+            format: RenderFormat,
+            /// Print the raw capsule (RFC 8785) instead of the block.
+            #[arg(long)]
+            json: bool,
+        },
+        /// List retained versions (history.json), newest first.
+        History {
+            /// Another agent (default: this identity).
+            agent_id: Option<String>,
+            /// Only versions newer than this cursor (sha256:<hex> or the hex).
+            #[arg(long, value_name = "CURSOR")]
+            since: Option<String>,
+            /// At most N versions (1..100; the service's default otherwise).
+            #[arg(long, value_name = "N")]
+            limit: Option<u32>,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Download an agent's history export bundle (export.json) to stdout, for `verify --export`.
+        Export {
+            /// Another agent (default: this identity).
+            agent_id: Option<String>,
+        },
+        /// Verify an agent's history chain offline with the core (exit 0 only when valid).
+        #[command(
+            after_help = "With AGENT_ID (default: this identity): downloads export.json and \
+checks it locally against the service's published keyring (GET /api/v1/self/keys), or against \
+--keys. With --export FILE: no network at all; the bundle's own keys are trusted unless --keys \
+is given. Exit 0: valid; 8: not valid (the report says which check failed)."
+        )]
+        Verify {
+            /// The agent whose chain to fetch and verify (default: this identity).
+            #[arg(conflicts_with = "export")]
+            agent_id: Option<String>,
+            /// Verify this export bundle file instead (offline).
+            #[arg(long, value_name = "FILE")]
+            export: Option<PathBuf>,
+            /// Trust this keyring (a saved GET /api/v1/self/keys body).
+            #[arg(long, value_name = "FILE")]
+            keys: Option<PathBuf>,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+    }
+
+    /// Runs the CLI; returns the exit code.
+    pub fn main() -> i32 {
+        print::on_panic_one_line();
+        let cli = match Cli::try_parse() {
+            Ok(c) => c,
+            Err(e) => {
+                // --help and --version are "errors" printed to stdout: exit 0.
+                let code = if e.use_stderr() {
+                    ExitCode::Usage.code()
+                } else {
+                    0
+                };
+                let _ = e.print();
+                return code;
+            }
+        };
+        print::exit_code(run(cli))
+    }
+
+    fn run(cli: Cli) -> Result<(), Error> {
+        let g = &cli.global;
+        match cli.command {
+            Command::Keygen { out } => identity::keygen(g, out),
+            Command::Id { out } => identity::id(g, out),
+            Command::Bootstrap { out } => identity::bootstrap(g, out),
+            Command::Canon { file } => canon::canon(file.as_ref()),
+            Command::Cursor { file, out } => canon::cursor(file.as_ref(), out),
+            Command::Template => publish::template(g),
+            Command::Set {
+                file,
+                no_precheck,
+                out,
+            } => publish::set(g, &file, no_precheck, out),
+            Command::Status { out } => identity::status(g, out),
+            Command::Sign {
+                file,
+                seq,
+                no_precheck,
+            } => publish::sign(g, &file, seq, no_precheck),
+            Command::Put { file, write, out } => publish::put(g, &file, &write, out),
+            Command::Publish { force, write, out } => publish::publish(g, force, &write, out),
+            Command::Head { agent_id, out } => read::head(g, agent_id.as_deref(), out),
+            Command::Get { agent_id, pretty } => read::get(g, agent_id.as_deref(), pretty),
+            Command::Rehydrate { format, json } => read::rehydrate(g, format, json),
+            Command::History {
+                agent_id,
+                since,
+                limit,
+                out,
+            } => history::history(g, agent_id.as_deref(), since.as_deref(), limit, out),
+            Command::Export { agent_id } => history::export(g, agent_id.as_deref()),
+            Command::Verify {
+                agent_id,
+                export,
+                keys,
+                out,
+            } => history::verify(g, agent_id.as_deref(), export.as_ref(), keys.as_ref(), out),
+        }
+    }
+
+    /// Where the identity lives, from the global options.
+    pub(crate) fn location(g: &Global) -> Location {
+        Location {
+            home: g.home.clone(),
+            state_dir: g.state_dir.clone(),
+            agent: g.agent.clone(),
+        }
+    }
+
+    /// A client for the identity the global options select. `wait`: the
+    /// longest 429 wait to sleep through (`--wait`; 0 for every command
+    /// without that option).
+    pub(crate) fn client(g: &Global, wait: u64) -> Result<Client, Error> {
+        let state = location(g).find()?;
+        let policy = BackoffPolicy {
+            max_attempts: g.retries.saturating_add(1),
+            max_quota_wait: Duration::from_secs(wait),
+            ..BackoffPolicy::default()
+        };
+        Ok(Client::new(state)
+            .with_base_url(g.url.clone())
+            .with_transport(Box::new(UreqTransport::new(Duration::from_secs(
+                g.timeout.max(1),
+            ))))
+            .with_policy(policy)
+            .on_retry(Box::new(print::note_retry)))
+    }
+
+    /// An optional `AGENT_ID` argument.
+    pub(crate) fn agent_arg(s: Option<&str>) -> Result<Option<AgentId>, Error> {
+        s.map(|s| {
+            AgentId::parse(s).ok_or_else(|| {
+                Error::Local(format!(
+                    "not an agent id: {s:?} (expected 64 lowercase hex characters)"
+                ))
+            })
+        })
+        .transpose()
+    }
+
+    /// Reads and strictly parses a JSON document from a file or stdin.
+    pub(crate) fn read_json(file: Option<&PathBuf>) -> Result<Json, Error> {
+        let (name, bytes) = match file {
+            Some(p) if p.as_os_str() != "-" => (
+                p.display().to_string(),
+                std::fs::read(p)
+                    .map_err(|e| Error::Local(format!("cannot read {}: {e}", p.display())))?,
+            ),
+            _ => {
+                let mut buf = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut buf)
+                    .map_err(|e| Error::Local(format!("cannot read stdin: {e}")))?;
+                ("stdin".to_string(), buf)
+            }
+        };
+        json::parse(&bytes).map_err(|e| Error::Local(format!("{name}: malformed JSON: {e}")))
+    }
+}

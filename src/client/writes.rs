@@ -1,0 +1,385 @@
+//! Everything that leads to a write: the desired state and its [`Status`],
+//! the choice of seq ([`next_seq`]), the local [`precheck`], signing, `put`
+//! and `publish`, and recording an accepted write locally.
+//!
+//! One rule runs through all of it: a seq, once signed, belongs to one
+//! capsule (`signed.json` is written before anything is sent), because an
+//! envelope whose answer was lost stays valid and may still arrive.
+
+use super::exchange::unavailable;
+use super::http::Request;
+use super::reads::HeadOutcome;
+use super::state::{self, HeadCache, Published};
+use super::wire::{Accepted, Head, Rejected};
+use super::{Client, Error};
+use crate::core::crypto::AgentId;
+use crate::core::jcs::{self, cursor_hex};
+use crate::core::json::{self, Json};
+use crate::core::reason::ReasonCode;
+use crate::core::write::check_capsule;
+
+/// An accepted write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PutResult {
+    pub accepted: Accepted,
+    /// True when the answer was lost (network error or 5xx) and the write
+    /// was confirmed from head.json instead.
+    pub confirmed_from_head: bool,
+}
+
+/// Options for a write.
+#[derive(Debug, Clone, Default)]
+pub struct PutOptions {
+    /// Use this seq instead of max(local, service) + 1.
+    pub seq: Option<u64>,
+    /// Skip the local schema/safety check (send whatever it is).
+    pub skip_precheck: bool,
+}
+
+/// What `publish` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PublishOutcome {
+    /// The desired capsule equals the last accepted one: nothing sent.
+    Clean {
+        seq: u64,
+        cursor: String,
+    },
+    Published(PutResult),
+}
+
+/// The local picture (no network).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Status {
+    pub agent_id: String,
+    pub public_key: String,
+    pub state_dir: String,
+    pub base_url: Option<String>,
+    pub published_seq: Option<u64>,
+    pub published_cursor: Option<String>,
+    pub desired_cursor: Option<String>,
+    /// The desired capsule differs from the last accepted one.
+    pub dirty: bool,
+}
+
+impl Client {
+    /// The next seq from local knowledge only: above the last accepted and
+    /// the last signed seq (or the pending seq when `capsule` is exactly what
+    /// was last signed and not yet seen accepted: the identical envelope).
+    pub fn next_seq_local(&self, capsule: &Json) -> Result<u64, Error> {
+        let published = self.state.published()?.map_or(0, |p| p.seq);
+        Ok(next_seq(
+            published,
+            self.state.signed()?.as_ref(),
+            &jcs::cursor(capsule),
+        ))
+    }
+
+    /// Signs `capsule` at `seq` (default: [`Client::next_seq_local`]) and
+    /// records the signature, so the seq is never reused for another capsule.
+    /// Nothing is sent.
+    pub fn sign(&self, capsule: &Json, seq: Option<u64>) -> Result<(u64, Json), Error> {
+        let key = self.key()?;
+        let seq = match seq {
+            Some(s) => s,
+            None => self.next_seq_local(capsule)?,
+        };
+        self.state.note_signed(seq, &jcs::cursor(capsule))?;
+        Ok((seq, key.sign_envelope(seq, capsule)))
+    }
+
+    /// The checks the service would make that need no stored state and no
+    /// tier: the capsule is an object addressed to us, passes the schema,
+    /// and passes the safety scanner. Same codes, same findings.
+    pub fn precheck(&self, capsule: &Json) -> Result<(), Error> {
+        precheck(&self.agent_id()?, capsule).map_err(Error::from)
+    }
+
+    /// Signs `capsule` with the next seq and PUTs it. On success records the
+    /// write locally (published.json, the ETag, and capsule.json unless it
+    /// holds other unpublished edits). On a rejection nothing local changes.
+    pub fn put(&self, capsule: &Json, opts: &PutOptions) -> Result<PutResult, Error> {
+        let key = self.key()?;
+        let agent = key.agent_id();
+        if !opts.skip_precheck {
+            precheck(&agent, capsule)?;
+        }
+        let published = self.state.published()?;
+        let cursor = jcs::cursor(capsule);
+        let signed = self.state.signed()?;
+        let mut resend = false;
+        let seq = match opts.seq {
+            Some(s) => s,
+            None => {
+                // The service may be ahead of us (another process or machine).
+                let head = match self.fetch_head(&agent, None)? {
+                    Some(HeadOutcome::Changed { head }) => Some(head),
+                    _ => None,
+                };
+                let local = published.as_ref().map_or(0, |p| p.seq);
+                if let (Some(h), Some(s)) = (&head, &signed) {
+                    // Our last envelope did arrive (its answer was lost earlier).
+                    if h.seq == s.seq && h.cursor == s.cursor && s.cursor == cursor && s.seq > local
+                    {
+                        let accepted = accepted_from_head(h.clone(), self.head_url(&agent)?);
+                        self.record(capsule, &accepted, published.as_ref())?;
+                        return Ok(PutResult {
+                            accepted,
+                            confirmed_from_head: true,
+                        });
+                    }
+                }
+                let base = local.max(head.map_or(0, |h| h.seq));
+                let seq = next_seq(base, signed.as_ref(), &cursor);
+                resend = signed.as_ref().is_some_and(|s| s.seq == seq);
+                seq
+            }
+        };
+        // Persisted before sending: this seq now belongs to this capsule.
+        self.state.note_signed(seq, &cursor)?;
+        let envelope = key.sign_envelope(seq, capsule);
+        let req = Request::json(
+            "PUT",
+            self.capsule_url(&agent)?,
+            jcs::canonical_bytes(&envelope),
+        );
+        let (resp, uncertain) = self.exchange(&req)?;
+        let uncertain = uncertain || resend;
+        let result = match resp.status {
+            200 => {
+                let accepted: Accepted = serde_json::from_slice(&resp.body)
+                    .map_err(|e| Error::Protocol(format!("PUT answer: {e}")))?;
+                if !accepted.accepted || accepted.seq != seq || accepted.cursor != cursor {
+                    return Err(Error::Protocol(format!(
+                        "PUT answer does not match the write (seq {}, cursor {})",
+                        accepted.seq, accepted.cursor
+                    )));
+                }
+                PutResult {
+                    accepted,
+                    confirmed_from_head: false,
+                }
+            }
+            s if s >= 500 => return Err(unavailable(&req, &resp)),
+            s => {
+                let mut rejected: Rejected = serde_json::from_slice(&resp.body).map_err(|_| {
+                    Error::Protocol(format!("PUT answered HTTP {s}: {}", resp.snippet()))
+                })?;
+                rejected.status = s;
+                // A lost answer may hide our own success: the retry then
+                // meets our own seq. head.json tells.
+                if uncertain && rejected.reason_codes.iter().any(|c| c == "replay_seq") {
+                    if let Some(HeadOutcome::Changed { head }) = self.fetch_head(&agent, None)? {
+                        if head.seq == seq && head.cursor == cursor {
+                            let accepted = accepted_from_head(head, self.head_url(&agent)?);
+                            self.record(capsule, &accepted, published.as_ref())?;
+                            return Ok(PutResult {
+                                accepted,
+                                confirmed_from_head: true,
+                            });
+                        }
+                    }
+                }
+                return Err(rejected.into());
+            }
+        };
+        self.record(capsule, &result.accepted, published.as_ref())?;
+        Ok(result)
+    }
+
+    /// Records an accepted write locally.
+    fn record(
+        &self,
+        capsule: &Json,
+        accepted: &Accepted,
+        previous: Option<&Published>,
+    ) -> Result<(), Error> {
+        self.adopt(
+            Published {
+                seq: accepted.seq,
+                cursor: accepted.cursor.clone(),
+                capsule: capsule.clone(),
+                recorded_at: Some(accepted.generated_at.clone()),
+            },
+            previous,
+        )
+    }
+
+    /// Makes `new` the local copy of the last accepted write (after a write,
+    /// or when rehydration finds the service's copy newer). capsule.json
+    /// follows it unless it holds unpublished edits of its own.
+    pub(super) fn adopt(&self, new: Published, previous: Option<&Published>) -> Result<(), Error> {
+        let desired = self.state.desired()?;
+        let desired_clean = match (&desired, previous) {
+            (None, _) => true,
+            (Some(d), Some(p)) => jcs::cursor(d) == p.cursor,
+            (Some(d), None) => jcs::cursor(d) == new.cursor,
+        };
+        self.state.save_published(&new)?;
+        self.state.save_head_cache(&HeadCache {
+            etag: cursor_hex(&new.cursor).to_string(),
+            head: None,
+        })?;
+        if desired_clean && desired.as_ref().map(jcs::cursor).as_deref() != Some(&new.cursor) {
+            self.state.save_desired(&new.capsule)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the desired capsule (after the local check unless skipped).
+    pub fn set_desired(&self, capsule: &Json, skip_precheck: bool) -> Result<Status, Error> {
+        if !skip_precheck {
+            self.precheck(capsule)?;
+        }
+        self.state.save_desired(capsule)?;
+        self.status()
+    }
+
+    /// The local picture: identity, service, last accepted write, dirtiness.
+    pub fn status(&self) -> Result<Status, Error> {
+        let key = self.key()?;
+        let published = self.state.published()?;
+        let desired = self.state.desired()?.map(|d| jcs::cursor(&d));
+        let dirty = match (&desired, &published) {
+            (Some(d), Some(p)) => *d != p.cursor,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        Ok(Status {
+            agent_id: key.agent_id().to_string(),
+            public_key: key.public_key().to_hex(),
+            state_dir: self.state.path().display().to_string(),
+            base_url: self.base_url().ok(),
+            published_seq: published.as_ref().map(|p| p.seq),
+            published_cursor: published.map(|p| p.cursor),
+            desired_cursor: desired,
+            dirty,
+        })
+    }
+
+    /// Publishes capsule.json if (and only if) it is dirty, or when forced.
+    pub fn publish(&self, opts: &PutOptions, force: bool) -> Result<PublishOutcome, Error> {
+        let Some(desired) = self.state.desired()? else {
+            return Err(Error::local(format!(
+                "nothing to publish: no {} (write it, or run `selfcap set FILE`)",
+                self.state.file(state::DESIRED_FILE).display()
+            )));
+        };
+        if !force {
+            if let Some(p) = self.state.published()? {
+                if p.cursor == jcs::cursor(&desired) {
+                    return Ok(PublishOutcome::Clean {
+                        seq: p.seq,
+                        cursor: p.cursor,
+                    });
+                }
+            }
+        }
+        self.put(&desired, opts).map(PublishOutcome::Published)
+    }
+}
+
+/// The seq for the next signature: one above both `accepted` (the highest
+/// seq known accepted) and the last signed seq, except that when `cursor` is
+/// exactly what was last signed above `accepted`, that seq again (re-signing
+/// yields the identical envelope, which is safe to resend).
+pub fn next_seq(accepted: u64, signed: Option<&state::Signed>, cursor: &str) -> u64 {
+    match signed {
+        Some(s) if s.seq > accepted && s.cursor == cursor => s.seq,
+        Some(s) => s.seq.max(accepted) + 1,
+        None => accepted + 1,
+    }
+}
+
+/// The local pre-check (see [`Client::precheck`]), staged like the service:
+/// envelope-level problems (the capsule is an object naming this agent),
+/// then the core's own [`check_capsule`] (schema, then safety), so the codes,
+/// details and findings are the service's.
+pub fn precheck(agent: &AgentId, capsule: &Json) -> Result<(), Rejected> {
+    if capsule.as_object().is_none() {
+        return Err(envelope_rejection(
+            ReasonCode::InvalidCapsule,
+            format!(
+                "the capsule must be a JSON object, not {}",
+                capsule.type_name()
+            ),
+            vec![],
+        ));
+    }
+    if let Some(Json::String(id)) = capsule.get("agent_id") {
+        if id != agent.as_str() {
+            return Err(envelope_rejection(
+                ReasonCode::AgentId,
+                format!("capsule agent_id is not this identity's ({agent})"),
+                vec![serde_json::json!({
+                    "code": "agent_id", "path": "$.agent_id",
+                    "message": "must equal the agent id in the path"
+                })],
+            ));
+        }
+    }
+    check_capsule(capsule).map_err(Rejected::refused_locally)
+}
+
+/// A refusal of the envelope-level checks, which the service makes while
+/// reading the envelope (before the signature), so the core has no
+/// capsule-only function for them.
+fn envelope_rejection(
+    code: ReasonCode,
+    detail: String,
+    findings: Vec<serde_json::Value>,
+) -> Rejected {
+    Rejected {
+        status: code.http_status(),
+        reason_codes: vec![code.as_str().to_string()],
+        detail: Some(detail),
+        retry_after_sec: None,
+        next_write_at: None,
+        findings,
+        max_bytes: None,
+        observed_bytes: None,
+        local: true,
+    }
+}
+
+/// A minimal valid capsule for `agent`, to start from.
+pub fn template(agent: &AgentId) -> Json {
+    let text = format!(
+        r#"{{
+  "schema_version": "self_capsule_v0",
+  "agent_id": "{agent}",
+  "policy": {{
+    "policy_version": "v0",
+    "rehydrate_mode": "strict",
+    "deny_external_instructions": true,
+    "deny_tool_instructions_in_text": true,
+    "memory_budget": {{ "max_rehydrate_tokens": 900, "max_objectives": 8 }}
+  }},
+  "constraints": [
+    {{ "id": "no-secrets-export", "type": "no_secrets_export", "value": true }}
+  ],
+  "objectives": [
+    {{ "id": "first-objective", "status": "open", "priority": "med",
+      "title": "Describe what this agent is working toward" }}
+  ]
+}}"#
+    );
+    json::parse_str(&text).expect("the template is valid JSON")
+}
+
+/// The accepted-write body a head stands for, when the PUT's own answer was
+/// lost and head.json shows that the write arrived.
+fn accepted_from_head(head: Head, head_url: String) -> Accepted {
+    Accepted {
+        accepted: true,
+        agent_id: head.agent_id,
+        seq: head.seq,
+        cursor: head.cursor,
+        prev_cursor: head.prev_cursor,
+        changed: head.changed,
+        generated_at: head.generated_at,
+        ttl_sec: head.ttl_sec,
+        capsule_url: head.capsule_url,
+        head_url,
+        writes: head.writes,
+    }
+}
