@@ -3,6 +3,8 @@
 //! answer is a bodiless 304). The Worker's one cached-response type applies
 //! this to every document, so no handler decides it on its own.
 
+use crate::core::jcs::CURSOR_PREFIX;
+
 /// Read responses: shared caches may keep them for a minute, then must ask
 /// again (cheaply, with `If-None-Match`).
 pub const READ_CACHE_CONTROL: &str = "public, max-age=60, must-revalidate";
@@ -52,7 +54,7 @@ pub fn matches(header: &str, etag: &str) -> bool {
             .or_else(|| tag.strip_prefix("w/"))
             .unwrap_or(tag);
         let tag = tag.trim_matches('"');
-        let tag = strip_prefix_ignore_case(tag, "sha256:").unwrap_or(tag);
+        let tag = strip_prefix_ignore_case(tag, CURSOR_PREFIX).unwrap_or(tag);
         !tag.is_empty() && tag.eq_ignore_ascii_case(etag)
     })
 }
