@@ -28,6 +28,7 @@ impl AgentId {
     pub fn of_key(key: &PublicKey) -> AgentId {
         AgentId(hex::encode(Sha256::digest(key.0.as_bytes())))
     }
+    /// The 64 lowercase hex characters.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -119,12 +120,15 @@ impl PublicKey {
         let bytes: [u8; 32] = bytes.try_into().map_err(|_| KeyError::Encoding)?;
         PublicKey::from_bytes(&bytes)
     }
+    /// The envelope form: 64 lowercase hex characters of the 32 raw bytes.
     pub fn to_hex(&self) -> String {
         hex::encode(self.0.as_bytes())
     }
+    /// The raw 32-byte RFC 8032 encoding (what `agent_id` hashes).
     pub fn as_bytes(&self) -> &[u8; 32] {
         self.0.as_bytes()
     }
+    /// The agent id this key owns: lowercase hex of SHA-256 over the 32 raw bytes.
     pub fn agent_id(&self) -> AgentId {
         AgentId::of_key(self)
     }
@@ -161,15 +165,20 @@ impl AgentKey {
     pub fn from_seed(seed: &[u8; 32]) -> AgentKey {
         AgentKey(SigningKey::from_bytes(seed))
     }
+    /// The 32-byte secret seed (the client stores it, as hex, in its key file); a secret.
     pub fn seed(&self) -> [u8; 32] {
         self.0.to_bytes()
     }
+    /// The public half, as a validated [`PublicKey`].
     pub fn public_key(&self) -> PublicKey {
         PublicKey(self.0.verifying_key())
     }
+    /// The agent id of this key's public half.
     pub fn agent_id(&self) -> AgentId {
         self.public_key().agent_id()
     }
+    /// The 64-byte Ed25519 signature over `message`; a write signs the 32 bytes of
+    /// [`write_digest`].
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.0.sign(message).to_bytes()
     }

@@ -20,19 +20,27 @@ pub const MAX_DEPTH: usize = 16;
 /// A parsed JSON value. Objects keep their key order and never hold a key twice.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Json {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
     /// Always finite: the parser never produces NaN or an infinity.
     Number(f64),
+    /// A string, escapes decoded (never a lone surrogate).
     String(String),
+    /// An array, items in document order.
     Array(Vec<Json>),
+    /// An object's members in document order; no key occurs twice.
     Object(Vec<(String, Json)>),
 }
 
 /// Why a body is not acceptable JSON. All map to the `invalid_json` reason code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JsonError {
+    /// An object holds this key twice (at any depth, also when spelled with escapes);
+    /// the key as decoded.
     DuplicateKey(String),
+    /// Arrays/objects nest deeper than [`MAX_DEPTH`] (16).
     TooDeep,
     /// Syntax, encoding, escape or number-range problem, as serde_json words it.
     Syntax(String),
@@ -156,30 +164,35 @@ impl<'de> Visitor<'de> for Seed {
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 impl Json {
+    /// The members of an object, in document order; `None` for any other value.
     pub fn as_object(&self) -> Option<&[(String, Json)]> {
         match self {
             Json::Object(entries) => Some(entries),
             _ => None,
         }
     }
+    /// The items of an array; `None` for any other value.
     pub fn as_array(&self) -> Option<&[Json]> {
         match self {
             Json::Array(items) => Some(items),
             _ => None,
         }
     }
+    /// The text of a string; `None` for any other value.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Json::String(s) => Some(s),
             _ => None,
         }
     }
+    /// The value of a boolean; `None` for any other value.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Json::Bool(b) => Some(*b),
             _ => None,
         }
     }
+    /// The value of a number (always finite); `None` for any other value.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Json::Number(n) => Some(*n),

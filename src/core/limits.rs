@@ -22,14 +22,22 @@ pub const COOLDOWN_CAP_SEC: u64 = 60 * 60;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
+    /// `"free"`, every agent's tier until upgraded. Defaults: 4096-byte capsules, 5 writes
+    /// and 20 new agents per IP per 24 h, the latest history entry kept.
     #[default]
     Free,
+    /// `"pro"`. Defaults: 24 576-byte capsules, 50 writes and 200 new agents per IP per
+    /// 24 h, 100 history entries kept.
     Pro,
+    /// `"plus"`. Defaults: pro's numbers, with 1000 history entries kept.
     Plus,
 }
 
 impl Tier {
+    /// Every tier, free first (the order overrides are read in).
     pub const ALL: [Tier; 3] = [Tier::Free, Tier::Pro, Tier::Plus];
+    /// The wire and storage name (`"free"`, `"pro"`, `"plus"`); upper-cased, the prefix
+    /// of its `wrangler.toml` overrides (`FREE_…`).
     pub fn as_str(self) -> &'static str {
         match self {
             Tier::Free => "free",
@@ -55,8 +63,11 @@ pub struct TierLimits {
 /// Limits for every tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TierTable {
+    /// The free tier (default 4096 B, 5 writes, 20 new agents per IP, 1 entry kept).
     pub free: TierLimits,
+    /// The pro tier (default 24 576 B, 50 writes, 200 new agents per IP, 100 entries kept).
     pub pro: TierLimits,
+    /// The plus tier (default 24 576 B, 50 writes, 200 new agents per IP, 1000 entries kept).
     pub plus: TierLimits,
 }
 
@@ -88,6 +99,7 @@ impl Default for TierTable {
 }
 
 impl TierTable {
+    /// The limits of `tier`.
     pub fn get(&self, tier: Tier) -> &TierLimits {
         match tier {
             Tier::Free => &self.free,

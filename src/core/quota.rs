@@ -11,22 +11,27 @@ const WINDOW_MS: u64 = WINDOW_SEC * 1000;
 /// Times (Unix ms) of the events still inside the rolling window, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
+    /// Event times, Unix ms, oldest first; expired ones are dropped on the next `record`.
     pub times_ms: Vec<u64>,
 }
 
 /// How a window stands at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
+    /// Events allowed per window (e.g. the tier's `writes_per_24h`).
     pub limit: u32,
+    /// Events inside the window at that moment.
     pub used: u32,
     /// When the oldest counted event leaves the window (None when empty).
     pub reset_at_ms: Option<u64>,
 }
 
 impl Usage {
+    /// Events still allowed: `limit - used`, never below 0.
     pub fn remaining(&self) -> u32 {
         self.limit.saturating_sub(self.used)
     }
+    /// No event left: `used >= limit`.
     pub fn exhausted(&self) -> bool {
         self.used >= self.limit
     }
@@ -40,6 +45,8 @@ impl Window {
             .copied()
             .filter(move |&t| t + WINDOW_MS > now_ms)
     }
+    /// How the window stands at `now_ms` (Unix ms) against `limit`; an event exactly
+    /// 24 h old no longer counts.
     pub fn usage(&self, now_ms: u64, limit: u32) -> Usage {
         let used = self.live(now_ms).count() as u32;
         let reset_at_ms = self.live(now_ms).min().map(|t| t + WINDOW_MS);
@@ -79,6 +86,8 @@ pub fn ip_bucket(connecting_ip: Option<&str>) -> String {
 /// New-agent slots of one client IP: which agents were created when.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpWindow {
+    /// One slot per new agent: (agent id, Unix ms the slot was taken). Expired slots are
+    /// dropped on the next `reserve`.
     pub entries: Vec<(String, u64)>,
 }
 
@@ -110,7 +119,11 @@ impl IpWindow {
 /// accepted writes never get here at all: `replay_seq` is decided first.)
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cooldown {
+    /// Counted rejects since the last accepted write; the cooldown starts at
+    /// [`COOLDOWN_AFTER_REJECTS`] (5).
     pub consecutive_rejects: u32,
+    /// End of the latest cooldown, Unix ms (may lie in the past); `None` until the 5th
+    /// counted reject. 10 s then, doubling with each further one, capped at 1 h.
     pub until_ms: Option<u64>,
     /// The highest seq counted since the last accepted write.
     #[serde(default)]

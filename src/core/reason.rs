@@ -27,7 +27,12 @@ macro_rules! reason_codes {
         /// A reason code. Ordering of the variants is the stable order in which
         /// codes are reported when several apply.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum ReasonCode { $( $variant, )* }
+        pub enum ReasonCode {
+            $(
+                #[doc = concat!("`", $wire, "` (HTTP ", stringify!($status), "): ", $action)]
+                $variant,
+            )*
+        }
 
         impl ReasonCode {
             /// Every code, in reporting order.
@@ -41,6 +46,8 @@ macro_rules! reason_codes {
             pub const fn http_status(self) -> u16 {
                 match self { $( ReasonCode::$variant => $status, )* }
             }
+            /// The coarse [`Class`]: what kind of reaction the code calls for (the CLI's exit
+            /// code follows it).
             pub const fn class(self) -> Class {
                 match self { $( ReasonCode::$variant => Class::$class, )* }
             }
@@ -48,6 +55,8 @@ macro_rules! reason_codes {
             pub const fn bot_action(self) -> &'static str {
                 match self { $( ReasonCode::$variant => $action, )* }
             }
+            /// The code whose wire name is exactly `s` (the inverse of `as_str`); `None` for an
+            /// unknown name.
             pub fn from_wire(s: &str) -> Option<ReasonCode> {
                 match s { $( $wire => Some(ReasonCode::$variant), )* _ => None }
             }

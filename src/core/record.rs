@@ -29,15 +29,22 @@ pub fn entry_kv_key(agent_id: &AgentId, sequence: u64) -> String {
 /// The KV mirror of an agent's last accepted write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
+    /// The agent id, 64 lowercase hex characters.
     pub agent_id: String,
     /// The last-known-good capsule, exactly as accepted.
     pub capsule: Json,
+    /// `sha256:` + lowercase hex of SHA-256 over the capsule's RFC 8785 bytes; its hex part
+    /// is the ETag.
     pub cursor: String,
+    /// The cursor before the last write; `None` when that was the agent's first.
     pub prev_cursor: Option<String>,
     /// Whether the last accepted write changed the cursor.
     pub changed: bool,
+    /// The last accepted seq (0..=2^53-1); the next write must be greater.
     pub seq: u64,
+    /// When the last write was accepted, RFC 3339 UTC (whole seconds).
     pub updated_at: String,
+    /// The write quota as of the last write, re-evaluated when read.
     pub writes: RecordWrites,
 }
 
@@ -45,16 +52,22 @@ pub struct Record {
 /// time so `used_24h` decays without any write.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordWrites {
+    /// The agent's tier when the record was written.
     pub tier: Tier,
+    /// Accepted writes allowed per rolling 24 h (the tier's `writes_per_24h`).
     pub limit_24h: u32,
+    /// Times (Unix ms) of the accepted writes inside the window at the last write.
     pub window: Window,
 }
 
 /// `writes` as shown in head.json and accepted responses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WritesView {
+    /// Accepted writes allowed per rolling 24 h.
     pub limit_24h: u32,
+    /// Accepted writes in the last 24 h.
     pub used_24h: u32,
+    /// `limit_24h - used_24h`, never below 0.
     pub remaining_24h: u32,
     /// When the oldest counted write leaves the window; null with none counted.
     pub reset_at: Option<String>,
@@ -74,18 +87,30 @@ impl From<Usage> for WritesView {
 /// The head.json body (the client parses it with the same type).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Head {
+    /// The agent id, 64 lowercase hex characters.
     pub agent_id: String,
+    /// The current cursor: `sha256:` + hex of SHA-256 over `JCS(capsule)`.
     pub cursor: String,
+    /// The cursor before the last write; `null` when that was the agent's first.
     pub prev_cursor: Option<String>,
+    /// Whether the last accepted write moved the cursor (`false` on republishing an identical
+    /// capsule at a higher seq).
     pub changed: bool,
+    /// The last accepted seq; a new write must use a greater one.
     pub seq: u64,
+    /// When this head was generated (the read, not the write), RFC 3339 UTC.
     pub generated_at: String,
+    /// Polling hint, in seconds ([`HEAD_TTL_SEC`], 600).
     pub ttl_sec: u64,
+    /// Relative path of the capsule: `/self/{agent_id}/capsule.json`.
     pub capsule_url: String,
+    /// The write quota evaluated at read time against the rolling window.
     pub writes: WritesView,
 }
 
 impl Record {
+    /// The head.json body as of `now_ms` (Unix ms): `generated_at` is then and the quota
+    /// is re-evaluated.
     pub fn head(&self, now_ms: u64) -> Head {
         Head {
             agent_id: self.agent_id.clone(),
@@ -100,6 +125,8 @@ impl Record {
         }
     }
 
+    /// The `writes` block as of `now_ms` (Unix ms): writes older than 24 h no longer
+    /// count, without any new write.
     pub fn writes_view(&self, now_ms: u64) -> WritesView {
         self.writes
             .window

@@ -51,7 +51,11 @@ pub const BYTES_PER_TOKEN: usize = 4;
 /// Output flavour of the rehydration block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Plain text: a `SAVED SELF STATE` title and `Label:` lines; capsule strings as JSON
+    /// string literals.
     Text,
+    /// Markdown: `##`/`###` headings and bold labels; capsule strings as JSON string literals
+    /// inside one-backtick code spans.
     Markdown,
 }
 

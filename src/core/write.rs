@@ -58,27 +58,42 @@ pub struct AgentState {
 /// The last accepted write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Published {
+    /// The accepted envelope's `seq` (0..=2^53-1); the next write must be strictly greater.
     pub seq: u64,
+    /// `sha256:` + lowercase hex of SHA-256 over the capsule's RFC 8785 bytes.
     pub cursor: String,
+    /// The cursor before this write; `None` after the agent's first write.
     pub prev_cursor: Option<String>,
+    /// Whether this write moved the cursor (`false` when an identical capsule was
+    /// republished at a higher seq; then `prev_cursor == cursor`).
     pub changed: bool,
+    /// The capsule exactly as accepted; served and hashed in its RFC 8785 form.
     pub capsule: Json,
+    /// When the write was accepted, Unix ms.
     pub updated_at_ms: u64,
 }
 
 /// A write that passed every check `check` can make.
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    /// The agent id from the path (any `agent_id` in the envelope or capsule equals it).
     pub agent_id: AgentId,
+    /// The envelope's seq: strictly greater than the stored one, 0..=2^53-1.
     pub seq: u64,
+    /// The envelope's capsule, schema- and safety-checked.
     pub capsule: Json,
     /// JCS bytes of the capsule (its size is what the tier caps).
     pub canonical: String,
+    /// The new cursor: `sha256:` + lowercase hex of SHA-256 over `canonical`.
     pub cursor: String,
+    /// The signer's key; `sha256(public_key)` is `agent_id`.
     pub public_key: PublicKey,
     /// The agent's signature, lowercase hex, exactly as sent.
     pub signature: String,
+    /// The signed message: SHA-256 over the RFC 8785 bytes of
+    /// `{agent_id, seq, capsule}` (32 raw bytes, not hex).
     pub digest: [u8; 32],
+    /// Size of the PUT body in bytes (for the decision log).
     pub body_bytes: usize,
     is_new_agent: bool,
 }
@@ -94,7 +109,9 @@ impl Candidate {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum FindingOut {
+    /// A schema or envelope problem: `{"code", "path", "message"}` on the wire.
     Schema(Violation),
+    /// A safety-scanner hit: `{"class", "rule", "path"}` on the wire, never the matched text.
     Safety(Finding),
 }
 
@@ -103,14 +120,22 @@ pub enum FindingOut {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rejection {
     accepted: bool,
+    /// Every code of the failing stage, de-duplicated, in reporting order; the first
+    /// sets the HTTP status.
     pub reason_codes: Vec<R>,
+    /// Human-readable explanation (`detail` on the wire).
     pub detail: String,
+    /// Whole seconds until a write may succeed (at least 1); present on every 429.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_sec: Option<u64>,
+    /// When a write may succeed again, RFC 3339 UTC (whole seconds); present on every 429.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_write_at: Option<String>,
+    /// Schema/envelope violations or safety findings behind the codes; omitted when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<FindingOut>,
+    /// The cap that was exceeded, in bytes: [`MAX_BODY_BYTES`] for the body, the tier's
+    /// `max_capsule_bytes` for the RFC 8785 capsule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -448,16 +473,27 @@ fn authenticate(envelope: &Json, path_agent: &AgentId) -> Result<Signed, Rejecti
 /// The body of an accepted PUT (the client parses it with the same type).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AcceptedBody {
+    /// Always `true` (a [`Rejection`] serialises `false`).
     pub accepted: bool,
+    /// The agent id, 64 lowercase hex characters.
     pub agent_id: String,
+    /// The accepted seq, now the stored one.
     pub seq: u64,
+    /// The new cursor: `sha256:` + hex of SHA-256 over the capsule's RFC 8785 bytes.
     pub cursor: String,
+    /// The cursor before this write; `null` on the agent's first write.
     pub prev_cursor: Option<String>,
+    /// Whether the cursor moved (`false` when an identical capsule was republished).
     pub changed: bool,
+    /// When the write was accepted, RFC 3339 UTC (whole seconds).
     pub generated_at: String,
+    /// Polling hint for head.json, in seconds ([`HEAD_TTL_SEC`]).
     pub ttl_sec: u64,
+    /// Relative path of the capsule: `/self/{agent_id}/capsule.json`.
     pub capsule_url: String,
+    /// Relative path of the head pointer: `/self/{agent_id}/head.json`.
     pub head_url: String,
+    /// The agent's write quota right after this write (rolling 24 h).
     pub writes: WritesView,
 }
 
@@ -612,17 +648,24 @@ impl std::error::Error for ChainMismatch {}
 /// signatures or matched secrets.
 #[derive(Debug, Clone, Serialize)]
 pub struct DecisionLog<'a> {
+    /// Always `"write"`.
     pub event: &'static str,
+    /// The agent id from the path.
     pub agent_id: &'a str,
+    /// The envelope's seq, when parsing got that far.
     pub seq: Option<u64>,
+    /// `"accepted"` or `"rejected"`.
     pub outcome: &'static str,
+    /// The HTTP status answered (200 when accepted).
     pub status: u16,
+    /// The rejection's codes in reporting order; empty when accepted.
     pub reason_codes: &'a [R],
     /// Body bytes (u64: a refused body's declared length can pass 2^32).
     pub bytes: u64,
 }
 
 impl<'a> DecisionLog<'a> {
+    /// The line for an accepted write (status 200, no codes).
     pub fn accepted(agent_id: &'a str, c: &Candidate) -> DecisionLog<'a> {
         DecisionLog {
             event: "write",
@@ -634,6 +677,8 @@ impl<'a> DecisionLog<'a> {
             bytes: c.body_bytes as u64,
         }
     }
+    /// The line for a refused write; `bytes` is the body size the Worker saw (or its declared
+    /// `Content-Length`).
     pub fn rejected(agent_id: &'a str, r: &'a Rejection, bytes: u64) -> DecisionLog<'a> {
         DecisionLog {
             event: "write",
@@ -645,6 +690,7 @@ impl<'a> DecisionLog<'a> {
             bytes,
         }
     }
+    /// The line as compact JSON (an empty string if serialisation failed).
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

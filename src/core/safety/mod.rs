@@ -27,14 +27,21 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingClass {
+    /// `"secret"`: a credential or private key (vendor token formats, wallet keys, key armour,
+    /// JWTs, credentials in URLs, a labelled credential-looking value).
     Secret,
+    /// `"injection"`: a directive addressed to the reading model (18 languages), a structural
+    /// marker (chat-template token, role header, tool-call syntax, shell line) or hidden text.
     Injection,
+    /// `"url"`: a URL anywhere but `pointers.receipts[].evidence_url` (bare domains in
+    /// `allowed_domains` and tool ids are fine; script URLs are refused everywhere).
     Url,
 }
 
 /// One flagged string. Never carries the matched text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// What kind of content the rule looks for (`class` on the wire).
     pub class: FindingClass,
     /// Which rule fired, e.g. "aws_access_key_id" (a fixed name, not input).
     pub rule: &'static str,
