@@ -73,7 +73,8 @@ pub struct TierTable {
 
 impl Default for TierTable {
     /// The spec's numbers: free 4096 B / 5 writes / 20 new agents per IP;
-    /// pro 24 KB / 50 / 200; plus adds snapshot retention.
+    /// pro 24 576 B / 50 / 200; plus the same with ten times the history
+    /// kept (see each field for the entries retained).
     fn default() -> Self {
         TierTable {
             free: TierLimits {

@@ -22,6 +22,8 @@
 //! | every public URL, route and method        | [`urls`]    |
 //! | rehydration prompt rendering              | [`render`]  |
 
+#![warn(missing_docs)]
+
 pub mod bootstrap;
 pub mod conditional;
 pub mod crypto;

@@ -138,7 +138,7 @@ pub struct Cooldown {
 const DIGESTS_MAX: usize = 64;
 
 impl Cooldown {
-    /// The wait (ms) still in force at `now_ms`, if any.
+    /// When the cooldown in force at `now_ms` ends (Unix ms), if one is.
     pub fn active_until(&self, now_ms: u64) -> Option<u64> {
         self.until_ms.filter(|&u| u > now_ms)
     }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 /// The largest seq: 2^53 - 1, the largest integer every JSON reader holds
 /// exactly. An agent whose last accepted seq is this can write no more.
-pub const MAX_SEQ: u64 = (1 << 53) - 1;
+pub const MAX_SEQ: u64 = json::MAX_SAFE_INTEGER;
 
 const ENVELOPE_FIELDS: &[&str] = &[
     "agent_id",
@@ -138,9 +138,9 @@ pub struct Rejection {
     /// `max_capsule_bytes` for the RFC 8785 capsule.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     /// u64, not usize: a declared `Content-Length` can exceed 2^32, and in
     /// wasm a usize is 32 bits (it was reported wrapped).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_bytes: Option<u64>,
     /// The envelope's seq, when it got that far (for logs only).
     #[serde(skip)]
