@@ -19,6 +19,7 @@
 //! | the bootstrap answer                      | [`bootstrap`] |
 //! | hash-chained, sealed history; verify      | [`history`] |
 //! | clock formatting                          | [`time`]    |
+//! | the USDC upgrade: invoices, claims, payment checks | [`upgrade`] |
 //! | every public URL, route and method        | [`urls`]    |
 //! | rehydration prompt rendering              | [`render`]  |
 
@@ -39,6 +40,7 @@ pub mod record;
 pub mod render;
 pub mod safety;
 pub mod time;
+pub mod upgrade;
 pub mod urls;
 pub mod validate;
 pub mod write;
