@@ -218,12 +218,15 @@ fn confirmations_and_the_invoice_window() {
     );
 }
 
+/// A change to the recorded RPC answers.
+type Tweak = Box<dyn FnOnce(&mut Json)>;
+
 #[test]
 fn a_lying_or_broken_provider_is_a_fault_not_a_verdict() {
     let c = case("good_transfer");
     let w = want_for(&c);
     let other_hash = Json::from(format!("0x{}", "11".repeat(32)));
-    let faults: Vec<(&str, Box<dyn FnOnce(&mut Json)>)> = vec![
+    let faults: Vec<(&str, Tweak)> = vec![
         (
             "receipt for another tx",
             Box::new(move |r: &mut Json| set(r, &["receipt", "transactionHash"], other_hash)),
