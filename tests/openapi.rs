@@ -72,6 +72,51 @@ const BOOTSTRAP_CODES: &[&str] = &[
     "bad_public_key",
     "service_unavailable",
 ];
+/// POST statuses and reason codes, per path.
+const POST_ANSWERS: &[(&str, &[u16], &[&str])] = &[
+    (
+        "/api/v1/self/bootstrap",
+        BOOTSTRAP_STATUSES,
+        BOOTSTRAP_CODES,
+    ),
+    ("/api/v1/self/upgrade/quote", QUOTE_STATUSES, QUOTE_CODES),
+    ("/api/v1/self/upgrade/claim", CLAIM_STATUSES, CLAIM_CODES),
+];
+const QUOTE_STATUSES: &[u16] = &[200, 400, 413, 429, 503];
+const QUOTE_CODES: &[&str] = &[
+    "bad_upgrade_request",
+    "unsupported_plan",
+    "unsupported_chain",
+    "unsupported_asset",
+    "payload_too_large",
+    "quote_rate_exceeded",
+    "too_many_open_invoices",
+    "upgrades_not_configured",
+    "service_unavailable",
+];
+const CLAIM_STATUSES: &[u16] = &[200, 400, 401, 403, 404, 409, 410, 413, 422, 503];
+const CLAIM_CODES: &[&str] = &[
+    "bad_upgrade_request",
+    "bad_signature",
+    "invoice_agent_mismatch",
+    "invoice_not_found",
+    "payment_not_found",
+    "invoice_already_paid",
+    "payment_pending",
+    "payment_already_claimed",
+    "invoice_expired",
+    "payload_too_large",
+    "payment_underpaid",
+    "payment_overpaid",
+    "payment_wrong_token",
+    "payment_wrong_recipient",
+    "payment_reverted",
+    "payment_no_transfer",
+    "payment_before_invoice",
+    "payment_provider_unavailable",
+    "upgrades_not_configured",
+    "service_unavailable",
+];
 /// Codes that can never answer a PUT to capsule.json (every other code can).
 const NOT_ON_PUT: &[&str] = &[
     "capsule_not_found",
@@ -81,6 +126,29 @@ const NOT_ON_PUT: &[&str] = &[
     "cursor_not_found",
     "snapshot_not_found",
     "bad_query",
+    // The upgrade's codes answer only quote and claim.
+    "bad_upgrade_request",
+    "unsupported_plan",
+    "unsupported_chain",
+    "unsupported_asset",
+    "quote_rate_exceeded",
+    "too_many_open_invoices",
+    "invoice_not_found",
+    "invoice_agent_mismatch",
+    "invoice_expired",
+    "invoice_already_paid",
+    "payment_pending",
+    "payment_not_found",
+    "payment_underpaid",
+    "payment_overpaid",
+    "payment_wrong_token",
+    "payment_wrong_recipient",
+    "payment_reverted",
+    "payment_no_transfer",
+    "payment_before_invoice",
+    "payment_already_claimed",
+    "payment_provider_unavailable",
+    "upgrades_not_configured",
 ];
 
 const T0: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
@@ -319,7 +387,11 @@ fn every_operation_lists_the_statuses_and_codes_the_service_can_return() {
                 }
                 "put" => check_operation(&doc, &what, op, PUT_STATUSES, &put_codes),
                 "post" => {
-                    check_operation(&doc, &what, op, BOOTSTRAP_STATUSES, &set(BOOTSTRAP_CODES))
+                    let (_, statuses, codes) = POST_ANSWERS
+                        .iter()
+                        .find(|(p, _, _)| p == path)
+                        .unwrap_or_else(|| panic!("{what}: not in POST_ANSWERS"));
+                    check_operation(&doc, &what, op, statuses, &set(codes))
                 }
                 "options" => check_operation(&doc, &what, op, &[204], &BTreeSet::new()),
                 other => panic!("{what}: unexpected method {other}"),
@@ -659,8 +731,8 @@ fn accepted_bodies_and_heads_from_the_core_validate() {
         let v = to_value(&body);
         assert_valid(&accepted, &v, "AcceptedBody");
         assert_valid(&put_200, &v, "AcceptedBody (openapi PUT 200)");
-        let record = s.record(&k.agent_id(), &tiers).unwrap();
-        let h = to_value(&record.head(now + 5_000));
+        let record = s.record(&k.agent_id(), &tiers, now).unwrap();
+        let h = to_value(&record.head(now + 5_000, &tiers));
         assert_valid(&head, &h, "Head");
         assert_valid(&head_200, &h, "Head (openapi GET 200)");
         // capsule.json is the capsule itself.
@@ -917,4 +989,59 @@ fn bootstrap_fields_match_the_schema() {
         served, in_schema,
         "the bootstrap answer vs schemas/bootstrap.schema.json"
     );
+}
+
+// ---------------------------------------------------------------- upgrade
+
+#[test]
+fn upgrade_bodies_from_the_core_validate() {
+    use self_capsule::core::limits::Tier;
+    use self_capsule::core::upgrade::claim::sign_claim;
+    use self_capsule::core::upgrade::config::UpgradeConfig;
+    use self_capsule::core::upgrade::invoice::Entitlement;
+    use self_capsule::core::upgrade::outcome::{credit, Confirmed};
+    use self_capsule::core::upgrade::quote::{new_invoice, QuoteBody, QuoteRequest};
+    let up = UpgradeConfig::from_vars(|k| match k {
+        "UPGRADE_TREASURY" => Some("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc".into()),
+        "UPGRADE_RPC_URL" => Some("http://127.0.0.1:8545".into()),
+        _ => None,
+    })
+    .unwrap();
+    let k = key(9);
+    let v = |def: &str| {
+        compile(&json!({"$ref": format!("{ID_BASE}upgrade.schema.json#/$defs/{def}")})).unwrap()
+    };
+    let req = QuoteRequest {
+        agent_id: k.agent_id(),
+        plan: Tier::Plus,
+    };
+    let mut inv = new_invoice(&req, &up, 17, T0, [9; 8]);
+    let quote = QuoteBody::new(
+        &inv,
+        &k.agent_id(),
+        &up,
+        "https://x.example/api/v1/self/upgrade/claim".into(),
+    );
+    assert_valid(&v("quote"), &to_value(&quote), "quote body");
+    assert_valid(
+        &v("quote_request"),
+        &json!({"agent_id": k.agent_id().as_str(), "plan": "plus", "chain": 8453}),
+        "quote request",
+    );
+    let tx = format!("0x{}", "ab".repeat(32));
+    let claim = sign_claim(&k, &inv.invoice_id, &tx, 3);
+    assert_valid(&v("claim_request"), &to_value(&claim), "claim request");
+    let body = credit(
+        &mut Entitlement::default(),
+        &mut inv,
+        k.agent_id().as_str(),
+        &tx,
+        &Confirmed {
+            payment: format!("8453:{tx}:0"),
+            log_index: 0,
+            block_number: 7,
+        },
+        T0 + 60_000,
+    );
+    assert_valid(&v("claimed"), &to_value(&body), "claim answer");
 }

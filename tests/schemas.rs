@@ -271,7 +271,7 @@ fn real_bodies_match_their_schemas() {
             }
             Ok(c) => {
                 let (record, _) = state.commit(c, 1_770_681_600_000, &tiers);
-                let head = serde_json::to_value(record.head(1_770_681_700_000)).unwrap();
+                let head = serde_json::to_value(record.head(1_770_681_700_000, &tiers)).unwrap();
                 let errs: Vec<String> = heads.iter_errors(&head).map(|e| e.to_string()).collect();
                 assert!(
                     errs.is_empty(),

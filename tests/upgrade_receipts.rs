@@ -76,8 +76,8 @@ fn check(c: &Case, w: &Want, tweak: impl FnOnce(&mut Json)) -> Verdict {
     let tx = fact(c, "tx_hash").to_owned();
     let expected = Expected {
         chain_id: 8453,
-        usdc: &w.usdc,
-        treasury: &w.treasury,
+        usdc: w.usdc.clone(),
+        treasury: w.treasury.clone(),
         amount: Usdc(w.amount),
         not_before_sec: w.not_before,
         not_after_sec: w.not_after,

@@ -52,7 +52,7 @@ impl Service {
             headers: vec![("content-type".into(), "application/json".into())],
             body: body.into_bytes(),
         };
-        let record = self.state.record(&agent, &self.tiers);
+        let record = self.state.record(&agent, &self.tiers, NOW);
         match (req.method, path) {
             ("POST", "/api/v1/self/bootstrap") => {
                 let key: serde_json::Value =
@@ -89,7 +89,10 @@ impl Service {
                         body: vec![],
                     };
                 }
-                let mut resp = json(200, serde_json::to_string(&r.head(NOW)).unwrap());
+                let mut resp = json(
+                    200,
+                    serde_json::to_string(&r.head(NOW, &self.tiers)).unwrap(),
+                );
                 resp.headers.push(("etag".into(), format!("\"{etag}\"")));
                 resp
             }
@@ -510,9 +513,9 @@ fn rehydrate_is_local_first_and_stores_the_winner() {
         let svc = rig.fake.0.borrow();
         let mut head = serde_json::to_value(
             svc.state
-                .record(&rig.key.agent_id(), &svc.tiers)
+                .record(&rig.key.agent_id(), &svc.tiers, NOW)
                 .unwrap()
-                .head(NOW),
+                .head(NOW, &svc.tiers),
         )
         .unwrap();
         head["seq"] = 1.into();

@@ -68,6 +68,13 @@ impl Mirror {
         }
     }
 
+    /// Adds a put of the published record alone (a change that is not a
+    /// write, such as a credited upgrade, which head.json must show).
+    pub fn push_record(&mut self, agent: &AgentId, record: &str) {
+        self.failures = 0;
+        self.push(kv_key(agent), Some(record));
+    }
+
     fn push(&mut self, key: String, value: Option<&str>) {
         self.ops.retain(|o| o.key != key);
         self.ops.push(MirrorOp {

@@ -112,6 +112,29 @@ reason_codes! {
     NewAgentIpQuotaExceeded => "new_agent_ip_quota_exceeded", 429, BackOff, "Back off; do not churn identities; retry after next_write_at.";
     WriteQuotaExceeded => "write_quota_exceeded", 429, BackOff, "Back off until next_write_at; keep operating read-only.";
     CooldownActive => "cooldown_active", 429, BackOff, "Too many rejected writes in a row; fix the payload and wait retry_after_sec.";
+    // --- the USDC upgrade (quote and claim; bodies of the form {"error": code}) ---
+    BadUpgradeRequest => "bad_upgrade_request", 400, FixPayload, "Fix the quote or claim body (the detail names the field); do not retry unchanged.";
+    UnsupportedPlan => "unsupported_plan", 400, FixPayload, "Ask for plan \"pro\" or \"plus\".";
+    UnsupportedChain => "unsupported_chain", 400, FixPayload, "Omit chain, or name the chain the service takes (the detail says which).";
+    UnsupportedAsset => "unsupported_asset", 400, FixPayload, "Omit asset, or ask for \"USDC\".";
+    QuoteRateExceeded => "quote_rate_exceeded", 429, BackOff, "Too many quotes from this address; reuse an open invoice or retry after retry_after_sec.";
+    TooManyOpenInvoices => "too_many_open_invoices", 429, BackOff, "Pay or let expire one of this agent's open invoices first; retry after retry_after_sec.";
+    InvoiceNotFound => "invoice_not_found", 404, Request, "No invoice with this id was quoted for this agent (or it is older than 30 days past expiry); quote again.";
+    InvoiceAgentMismatch => "invoice_agent_mismatch", 403, Request, "The invoice was quoted for another agent; claim with the agent (and key) that quoted it.";
+    InvoiceExpired => "invoice_expired", 410, Request, "The payment was mined after the invoice expired; it cannot credit. Quote again (an operator can refund the late payment).";
+    InvoiceAlreadyPaid => "invoice_already_paid", 409, Request, "This invoice was credited with another transaction; do not pay an invoice twice (an operator can refund the second payment).";
+    PaymentPending => "payment_pending", 409, BackOff, "The payment is mined but not yet confirmed enough; resend the same claim after retry_after_sec.";
+    PaymentNotFound => "payment_not_found", 404, BackOff, "The chain knows no mined transaction with this hash yet; resend the same claim after retry_after_sec, and check the hash if it persists.";
+    PaymentUnderpaid => "payment_underpaid", 422, Request, "The transfer is smaller than amount_atomic; it cannot credit this invoice. Quote again and pay the exact amount.";
+    PaymentOverpaid => "payment_overpaid", 422, Request, "The transfer is larger than amount_atomic; only the exact amount names an invoice. Quote again and pay the exact amount.";
+    PaymentWrongToken => "payment_wrong_token", 422, Request, "Pay with the token_contract of the quote (USDC on the quoted chain), not another token.";
+    PaymentWrongRecipient => "payment_wrong_recipient", 422, Request, "Pay to_address of the quote; a transfer to anyone else cannot credit.";
+    PaymentReverted => "payment_reverted", 422, Request, "The transaction reverted; nothing was paid. Pay again before expires_at.";
+    PaymentNoTransfer => "payment_no_transfer", 422, Request, "The transaction holds no token transfer; send amount_atomic of token_contract to to_address.";
+    PaymentBeforeInvoice => "payment_before_invoice", 422, Request, "The payment was mined before this invoice was quoted; a payment can only credit an invoice quoted before it.";
+    PaymentAlreadyClaimed => "payment_already_claimed", 409, Request, "This payment already credited another invoice or agent; each payment credits once.";
+    PaymentProviderUnavailable => "payment_provider_unavailable", 503, Server, "The service could not verify the payment on-chain just now; nothing was credited. Resend the same claim after retry_after_sec.";
+    UpgradesNotConfigured => "upgrades_not_configured", 503, Server, "This deployment takes no payments; stay on the free tier.";
     // --- read side and generic errors (bodies of the form {"error": code}) ---
     CapsuleNotFound => "capsule_not_found", 404, Request, "No capsule published for this agent yet; publish one or check the agent id.";
     CursorNotFound => "cursor_not_found", 410, Request, "The cursor was pruned from the retained history or never existed; start over from history_url (or capsule.json).";

@@ -4,9 +4,10 @@
 use crate::core::crypto::AgentId;
 use crate::core::jcs;
 use crate::core::json::Json;
-use crate::core::limits::{Tier, HEAD_TTL_SEC};
+use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC};
 use crate::core::quota::{Usage, Window};
 use crate::core::time::rfc3339;
+use crate::core::upgrade::invoice::Entitlement;
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,9 @@ pub struct Record {
     pub updated_at: String,
     /// The write quota as of the last write, re-evaluated when read.
     pub writes: RecordWrites,
+    /// Paid time per plan: head.json shows the tier in force when read.
+    #[serde(default, skip_serializing_if = "Entitlement::is_empty")]
+    pub paid: Entitlement,
 }
 
 /// The quota window as of the last write; head.json re-evaluates it at read
@@ -104,14 +108,22 @@ pub struct Head {
     pub ttl_sec: u64,
     /// Relative path of the capsule: `/self/{agent_id}/capsule.json`.
     pub capsule_url: String,
-    /// The write quota evaluated at read time against the rolling window.
+    /// The write quota evaluated at read time against the rolling window
+    /// and the tier in force then.
     pub writes: WritesView,
+    /// The tier in force when read (`free` unless a paid plan has time left).
+    #[serde(default)]
+    pub tier: Tier,
+    /// When that tier's paid time ends, RFC 3339 UTC; `null` on free.
+    #[serde(default)]
+    pub paid_until: Option<String>,
 }
 
 impl Record {
-    /// The head.json body as of `now_ms` (Unix ms): `generated_at` is then and the quota
-    /// is re-evaluated.
-    pub fn head(&self, now_ms: u64) -> Head {
+    /// The head.json body as of `now_ms` (Unix ms): `generated_at` is then, and the
+    /// tier and quota are re-evaluated (a lapsed plan shows as free at once).
+    pub fn head(&self, now_ms: u64, tiers: &TierTable) -> Head {
+        let tier = self.paid.tier_at(now_ms);
         Head {
             agent_id: self.agent_id.clone(),
             cursor: self.cursor.clone(),
@@ -121,7 +133,13 @@ impl Record {
             generated_at: rfc3339(now_ms),
             ttl_sec: HEAD_TTL_SEC,
             capsule_url: Doc::Capsule.path(&self.agent_id),
-            writes: self.writes_view(now_ms),
+            writes: self
+                .writes
+                .window
+                .usage(now_ms, tiers.get(tier).writes_per_24h)
+                .into(),
+            tier,
+            paid_until: self.paid.paid_until(now_ms).map(rfc3339),
         }
     }
 

@@ -20,13 +20,17 @@ pub const PREFIXES: [&str; 2] = ["/self/", "/api/v1/self/"];
 pub const BOOTSTRAP_PATH: &str = "/api/v1/self/bootstrap";
 /// Path of the service keyring.
 pub const KEYS_PATH: &str = "/api/v1/self/keys";
+/// Path of the upgrade quote.
+pub const QUOTE_PATH: &str = "/api/v1/self/upgrade/quote";
+/// Path of the upgrade claim.
+pub const CLAIM_PATH: &str = "/api/v1/self/upgrade/claim";
 
 /// `Allow` of the read-only documents.
 pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";
 /// `Allow` of capsule.json (the only writable document).
 pub const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
-/// `Allow` of bootstrap.
-pub const ALLOW_BOOTSTRAP: &str = "POST, OPTIONS";
+/// `Allow` of the POST-only service routes (bootstrap, quote, claim).
+pub const ALLOW_POST: &str = "POST, OPTIONS";
 
 /// The request methods the service tells apart. Anything else (`DELETE`,
 /// `PATCH`, WebDAV's `PROPFIND`, …) is [`Method::Other`], which no route
@@ -155,6 +159,10 @@ pub enum Route<'a> {
     Bootstrap,
     /// `GET /api/v1/self/keys`.
     Keys,
+    /// `POST /api/v1/self/upgrade/quote`.
+    Quote,
+    /// `POST /api/v1/self/upgrade/claim`.
+    Claim,
     /// Nothing lives here.
     NotFound,
 }
@@ -179,6 +187,10 @@ pub enum Action<'a> {
     },
     /// `POST` bootstrap.
     Bootstrap,
+    /// `POST` an upgrade quote.
+    Quote,
+    /// `POST` an upgrade claim.
+    Claim,
     /// The service keyring (`head_only` for `HEAD`).
     Keys {
         /// `HEAD`: same headers, no body.
@@ -211,6 +223,12 @@ impl<'a> Route<'a> {
         if path == KEYS_PATH {
             return Route::Keys;
         }
+        if path == QUOTE_PATH {
+            return Route::Quote;
+        }
+        if path == CLAIM_PATH {
+            return Route::Claim;
+        }
         let Some(rest) = PREFIXES.iter().find_map(|p| path.strip_prefix(p)) else {
             return Route::NotFound;
         };
@@ -227,7 +245,7 @@ impl<'a> Route<'a> {
     pub fn allow(&self) -> Option<&'static str> {
         match self {
             Route::Agent { doc, .. } => Some(doc.allow()),
-            Route::Bootstrap => Some(ALLOW_BOOTSTRAP),
+            Route::Bootstrap | Route::Quote | Route::Claim => Some(ALLOW_POST),
             Route::Keys => Some(ALLOW_READ),
             Route::NotFound => None,
         }
@@ -247,8 +265,10 @@ impl<'a> Route<'a> {
         match self {
             Route::NotFound => Action::NotFound,
             Route::Bootstrap if method == Method::Post => Action::Bootstrap,
+            Route::Quote if method == Method::Post => Action::Quote,
+            Route::Claim if method == Method::Post => Action::Claim,
             Route::Keys if method.is_read() => Action::Keys { head_only },
-            Route::Bootstrap | Route::Keys => not_allowed,
+            Route::Bootstrap | Route::Quote | Route::Claim | Route::Keys => not_allowed,
             Route::Agent { doc, raw_id } => {
                 let write = method == Method::Put && doc == Doc::Capsule;
                 if !method.is_read() && !write {
@@ -286,8 +306,10 @@ pub fn templates() -> Vec<(String, &'static str)> {
             out.push((format!("{prefix}{{agent_id}}/{file}"), *allow));
         }
     }
-    out.push((BOOTSTRAP_PATH.to_owned(), ALLOW_BOOTSTRAP));
+    out.push((BOOTSTRAP_PATH.to_owned(), ALLOW_POST));
     out.push((KEYS_PATH.to_owned(), ALLOW_READ));
+    out.push((QUOTE_PATH.to_owned(), ALLOW_POST));
+    out.push((CLAIM_PATH.to_owned(), ALLOW_POST));
     out
 }
 

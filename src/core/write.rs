@@ -19,6 +19,7 @@ use crate::core::reason::{self, ReasonCode as R};
 use crate::core::record::{Record, RecordWrites, WritesView};
 use crate::core::safety::{self, Finding};
 use crate::core::time::{rfc3339, secs_until};
+use crate::core::upgrade::invoice::Entitlement;
 use crate::core::urls::Doc;
 use crate::core::validate::{self, Violation};
 use serde::{Deserialize, Serialize};
@@ -39,8 +40,11 @@ const ENVELOPE_FIELDS: &[&str] = &[
 /// Everything the agent's Durable Object persists about it (one value).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
-    /// The agent's tier (its limits come from the [`TierTable`]).
-    pub tier: Tier,
+    /// Paid time per plan (the USDC upgrade); the tier in force at a given
+    /// time follows from it ([`AgentState::tier_at`]). Expiry needs no
+    /// event: a lapsed plan simply stops counting.
+    #[serde(default)]
+    pub paid: Entitlement,
     /// The last accepted write; `None` until the first one.
     pub published: Option<Published>,
     /// Accepted writes in the rolling window.
@@ -325,7 +329,8 @@ pub fn check(
         .authenticated(&signed));
     }
     check_capsule(&signed.capsule).map_err(|r| r.authenticated(&signed))?;
-    let limits = tiers.get(state.tier);
+    let tier = state.tier_at(now_ms);
+    let limits = tiers.get(tier);
     let canonical = jcs::canonicalize(&signed.capsule);
     if canonical.len() > limits.max_capsule_bytes {
         let mut r = Rejection::one(
@@ -333,7 +338,7 @@ pub fn check(
             format!(
                 "canonical capsule is {} bytes; the {} tier allows {}",
                 canonical.len(),
-                state.tier.as_str(),
+                tier.as_str(),
                 limits.max_capsule_bytes
             ),
         );
@@ -519,7 +524,9 @@ impl AgentState {
             capsule: c.capsule,
             updated_at_ms: now_ms,
         });
-        let record = self.record(&c.agent_id, tiers).expect("just published");
+        let record = self
+            .record(&c.agent_id, tiers, now_ms)
+            .expect("just published");
         let body = AcceptedBody {
             accepted: true,
             agent_id: c.agent_id.to_string(),
@@ -573,7 +580,7 @@ impl AgentState {
             },
             key,
             keyring,
-            tiers.get(self.tier).history_retained,
+            tiers.get(self.tier_at(now_ms)).history_retained,
             self.total_writes,
         );
         self.chain = Some(appended.index.head.clone());
@@ -595,9 +602,15 @@ impl AgentState {
         }
     }
 
-    /// The KV mirror of the current published state.
-    pub fn record(&self, agent_id: &AgentId, tiers: &TierTable) -> Option<Record> {
+    /// The tier in force at `now_ms` (free unless a paid plan has time left).
+    pub fn tier_at(&self, now_ms: u64) -> Tier {
+        self.paid.tier_at(now_ms)
+    }
+
+    /// The KV mirror of the current published state, as of `now_ms`.
+    pub fn record(&self, agent_id: &AgentId, tiers: &TierTable, now_ms: u64) -> Option<Record> {
         let p = self.published.as_ref()?;
+        let tier = self.tier_at(now_ms);
         Some(Record {
             agent_id: agent_id.to_string(),
             capsule: p.capsule.clone(),
@@ -607,10 +620,11 @@ impl AgentState {
             seq: p.seq,
             updated_at: rfc3339(p.updated_at_ms),
             writes: RecordWrites {
-                tier: self.tier,
-                limit_24h: tiers.get(self.tier).writes_per_24h,
+                tier,
+                limit_24h: tiers.get(tier).writes_per_24h,
                 window: self.writes.clone(),
             },
+            paid: self.paid.clone(),
         })
     }
 }

@@ -6,6 +6,7 @@ use crate::core::bootstrap::parse_origin;
 use crate::core::crypto::PublicKey;
 use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
+use crate::core::upgrade::config::{UpgradeConfig, RPC_URL_VAR};
 use worker::{console_warn, Env};
 
 /// The KV namespace binding.
@@ -14,6 +15,10 @@ pub const KV_BINDING: &str = "SELF";
 pub const AGENT_DO_BINDING: &str = "AGENT_DO";
 /// The per-address quota Durable Object binding.
 pub const IP_QUOTA_DO_BINDING: &str = "IP_QUOTA_DO";
+/// The per-price invoice tag book binding.
+pub const TAGS_DO_BINDING: &str = "TAGS_DO";
+/// The per-payment record binding.
+pub const PAYMENT_DO_BINDING: &str = "PAYMENT_DO";
 /// Var naming the service's public origin (`https://host[:port]`), which
 /// bootstrap builds its absolute URLs on.
 pub const PUBLIC_ORIGIN_VAR: &str = "SELFCAP_PUBLIC_ORIGIN";
@@ -26,6 +31,8 @@ pub struct Config {
     pub test_clock: bool,
     /// [`PUBLIC_ORIGIN_VAR`], when set and well-formed.
     pub public_origin: Option<String>,
+    /// The USDC upgrade, or (as `Err`) what keeps it off, by var name.
+    pub upgrade: Result<UpgradeConfig, Vec<String>>,
 }
 
 impl Config {
@@ -48,10 +55,31 @@ impl Config {
                 "{{\"event\":\"config_ignored\",\"var\":\"{PUBLIC_ORIGIN_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
             );
         }
+        // The RPC URL may carry an API key, so it may be a secret.
+        let upgrade = UpgradeConfig::from_vars(|name| {
+            var(name).or_else(|| {
+                (name == RPC_URL_VAR)
+                    .then(|| env.secret(name).ok().map(|s| s.to_string()))
+                    .flatten()
+            })
+        });
         Config {
             tiers,
             test_clock: var("SELFCAP_TEST_CLOCK").as_deref() == Some("1"),
             public_origin: parsed,
+            upgrade,
+        }
+    }
+}
+
+impl Config {
+    /// The origin absolute URLs handed to agents are built on: the
+    /// configured public origin, else the request URL's (on Cloudflare, a
+    /// hostname routed to this Worker).
+    pub fn origin(&self, url: &worker::Url) -> String {
+        match &self.public_origin {
+            Some(o) => o.clone(),
+            None => url.origin().ascii_serialization(),
         }
     }
 }

@@ -8,13 +8,20 @@
 //! | [`AgentCall::Write`] | write handler   | the agent's object      |
 //! | [`AgentCall::Export`]| export handler  | the agent's object      |
 //! | [`Reserve`]          | the agent object| the client address's quota object |
+//! | [`AgentCall::Quote`] | quote handler   | the agent's object      |
+//! | [`AgentCall::Claim`] | claim handler   | the agent's object      |
+//! | [`QuoteSlot`]        | quote handler   | the client address's quota object |
+//! | [`TagAsk`]           | the agent object| the tag book of one price |
+//! | [`PaymentBind`]      | the agent object| the record of one payment |
 //!
 //! The objects are not reachable from outside the Worker, so they trust
 //! these headers (the agent and "now" in particular).
 
 use super::clock;
-use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING};
+use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING};
 use crate::core::crypto::AgentId;
+use crate::core::limits::Tier;
+use crate::core::upgrade::outcome::PaymentRecord;
 use serde::{Deserialize, Serialize};
 use worker::js_sys::Uint8Array;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, ResponseBuilder};
@@ -22,6 +29,11 @@ use worker::{Env, Headers, Method, Request, RequestInit, Response, ResponseBuild
 const WRITE_URL: &str = "https://agent.do/write";
 const EXPORT_URL: &str = "https://agent.do/export";
 const RESERVE_URL: &str = "https://ip-quota.do/reserve";
+const QUOTE_SLOT_URL: &str = "https://ip-quota.do/quote";
+const QUOTE_URL: &str = "https://agent.do/quote";
+const CLAIM_URL: &str = "https://agent.do/claim";
+const TAG_URL: &str = "https://tags.do/allocate";
+const BIND_URL: &str = "https://payment.do/bind";
 /// The agent (a Durable Object does not reliably know its own name).
 const AGENT_HEADER: &str = "x-selfcap-agent";
 /// The Worker's "now", so both halves of one request agree on the time.
@@ -37,6 +49,38 @@ pub enum AgentCall {
     Write(WriteCall),
     /// Assemble the export bundle from the object's storage.
     Export,
+    /// Quote an upgrade (the invoice is stored in the agent's object).
+    Quote(QuoteCall),
+    /// Verify and credit a claim.
+    Claim(ClaimCall),
+}
+
+/// A quote request that passed the Worker's checks.
+#[derive(Serialize, Deserialize)]
+pub struct QuoteCall {
+    /// The agent (also the object's name).
+    pub agent_id: String,
+    /// `pro` or `plus`.
+    pub plan: Tier,
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
+    /// The absolute claim URL for the quote body.
+    pub claim_url: String,
+}
+
+/// A claim whose shape and signature checked out in the Worker.
+#[derive(Serialize, Deserialize)]
+pub struct ClaimCall {
+    /// The agent (also the object's name).
+    pub agent_id: String,
+    /// The invoice.
+    pub invoice_id: String,
+    /// The payment transaction, normalised.
+    pub tx_hash: String,
+    /// The claim's seq.
+    pub seq: u64,
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
 }
 
 /// A PUT that passed the Worker's stateless pre-check.
@@ -102,6 +146,26 @@ pub async fn write(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
     })
 }
 
+/// Worker side: sends a quote or claim to the agent's object; its answer
+/// is relayed as is.
+pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Result<Relayed> {
+    let (url, body) = match call {
+        AgentCall::Quote(q) => (QUOTE_URL, serde_json::to_string(q)?),
+        AgentCall::Claim(c) => (CLAIM_URL, serde_json::to_string(c)?),
+        _ => return Err("not an upgrade call".into()),
+    };
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(body.into()));
+    let mut resp = agent_stub(env, agent)?
+        .fetch_with_request(Request::new_with_init(url, &init)?)
+        .await?;
+    Ok(Relayed {
+        status: resp.status_code(),
+        retry_after: resp.headers().get("Retry-After")?,
+        body: resp.bytes().await?,
+    })
+}
+
 /// Worker side: asks the agent's object for its export bundle; `None`
 /// before its first write.
 pub async fn export(env: &Env, agent: &AgentId) -> worker::Result<Option<Exported>> {
@@ -142,6 +206,8 @@ impl AgentCall {
                 Ok(Some(AgentCall::Write(call)))
             }
             Method::Get if is(EXPORT_URL) => Ok(Some(AgentCall::Export)),
+            Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(req.json().await?))),
+            Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(req.json().await?))),
             _ => Ok(None),
         }
     }
@@ -219,5 +285,149 @@ impl Reserve {
             reset_at_ms: result.err(),
         })?;
         Ok(ResponseBuilder::new().with_status(200).fixed(body))
+    }
+}
+
+/// Posts `body` to `url` on the object `name` of `binding` and reads the
+/// JSON answer (200 only).
+async fn ask<A: for<'de> Deserialize<'de>>(
+    env: &Env,
+    binding: &str,
+    name: &str,
+    url: &str,
+    body: &impl Serialize,
+) -> worker::Result<A> {
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_body(Some(serde_json::to_string(body)?.into()));
+    let stub = env
+        .durable_object(binding)?
+        .id_from_name(name)?
+        .get_stub()?;
+    let mut resp = stub
+        .fetch_with_request(Request::new_with_init(url, &init)?)
+        .await?;
+    if resp.status_code() != 200 {
+        return Err(format!("{binding} answered {}", resp.status_code()).into());
+    }
+    resp.json().await
+}
+
+/// Reads a call of type `T` posted to `url`; `None` for anything else.
+async fn read_posted<T: for<'de> Deserialize<'de>>(
+    mut req: Request,
+    url: &str,
+) -> worker::Result<Option<T>> {
+    if req.method() != Method::Post || req.url()?.as_str() != url {
+        return Ok(None);
+    }
+    Ok(Some(req.json().await?))
+}
+
+/// The JSON answer of an internal call.
+pub fn answer(value: &impl Serialize) -> worker::Result<Response> {
+    Ok(ResponseBuilder::new()
+        .with_status(200)
+        .fixed(serde_json::to_vec(value)?))
+}
+
+/// A quote slot of one client address (quotes per rolling 24 h).
+#[derive(Serialize, Deserialize)]
+pub struct QuoteSlot {
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
+    /// Quotes allowed per address per 24 h.
+    pub limit: u32,
+}
+
+/// Calls to the client address's quota object.
+pub enum IpCall {
+    /// A new-agent slot.
+    Reserve(Reserve),
+    /// A quote slot.
+    Quote(QuoteSlot),
+}
+
+impl IpCall {
+    /// Quota-object side: reads a call; `None` for anything else.
+    pub async fn read(req: Request) -> worker::Result<Option<IpCall>> {
+        let url = req.url()?;
+        if url.as_str() == QUOTE_SLOT_URL {
+            return Ok(read_posted(req, QUOTE_SLOT_URL).await?.map(IpCall::Quote));
+        }
+        Ok(Reserve::read(req).await?.map(IpCall::Reserve))
+    }
+}
+
+impl QuoteSlot {
+    /// Worker side: takes a quote slot of `ip_bucket`.
+    /// `Ok(Err(reset_at_ms))`: none left until then.
+    pub async fn send(&self, env: &Env, ip_bucket: &str) -> worker::Result<Result<(), u64>> {
+        let a: ReserveAnswer =
+            ask(env, IP_QUOTA_DO_BINDING, ip_bucket, QUOTE_SLOT_URL, self).await?;
+        Ok(a.reset_at_ms.map_or(Ok(()), Err))
+    }
+}
+
+/// A tag for a new invoice, from the tag book of one price.
+#[derive(Serialize, Deserialize)]
+pub struct TagAsk {
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
+    /// The invoice's expiry: the tag is held until then.
+    pub expires_at_ms: u64,
+    /// Where to start looking.
+    pub random: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TagAnswer {
+    tag: Option<u16>,
+}
+
+impl TagAsk {
+    /// Agent-object side: a tag of the book `book` (chain and price), or
+    /// `None` when all are held.
+    pub async fn send(&self, env: &Env, book: &str) -> worker::Result<Option<u16>> {
+        let a: TagAnswer = ask(env, TAGS_DO_BINDING, book, TAG_URL, self).await?;
+        Ok(a.tag)
+    }
+    /// Tag-book side: reads a request.
+    pub async fn read(req: Request) -> worker::Result<Option<TagAsk>> {
+        read_posted(req, TAG_URL).await
+    }
+    /// Tag-book side: the answer.
+    pub fn answer(tag: Option<u16>) -> worker::Result<Response> {
+        answer(&TagAnswer { tag })
+    }
+}
+
+/// Binds one payment to one invoice, once (see `PaymentRecord::bind`).
+#[derive(Serialize, Deserialize)]
+pub struct PaymentBind {
+    /// The invoice and agent to bind the payment to.
+    pub record: PaymentRecord,
+}
+
+#[derive(Serialize, Deserialize)]
+struct BindAnswer {
+    /// Bound to this record (now or before).
+    bound: bool,
+}
+
+impl PaymentBind {
+    /// Agent-object side: `true` when the payment `key` is (now or already)
+    /// bound to this record, `false` when it credits something else.
+    pub async fn send(&self, env: &Env, key: &str) -> worker::Result<bool> {
+        let a: BindAnswer = ask(env, PAYMENT_DO_BINDING, key, BIND_URL, self).await?;
+        Ok(a.bound)
+    }
+    /// Payment-record side: reads a request.
+    pub async fn read(req: Request) -> worker::Result<Option<PaymentBind>> {
+        read_posted(req, BIND_URL).await
+    }
+    /// Payment-record side: the answer.
+    pub fn answer(bound: bool) -> worker::Result<Response> {
+        answer(&BindAnswer { bound })
     }
 }

@@ -8,6 +8,7 @@
 use crate::core::conditional::{etag_header, Answer};
 pub use crate::core::conditional::{NO_STORE, READ_CACHE_CONTROL};
 use crate::core::reason::ReasonCode;
+use crate::core::upgrade::Refusal;
 use crate::core::urls::Method;
 use crate::core::write::Rejection;
 use serde::Serialize;
@@ -131,6 +132,31 @@ pub fn rejection(rej: &Rejection) -> worker::Result<Response> {
         set(resp.headers(), "Retry-After", &secs.to_string());
     }
     Ok(resp)
+}
+
+/// A refused quote or claim: `{"error": code, "detail", "retry_after_sec"?}`
+/// with the code's status and `Retry-After` when a wait was computed.
+pub fn upgrade_refusal(r: &Refusal) -> worker::Result<Response> {
+    let resp = error_body(
+        r.code,
+        Audience::Read,
+        Some(&r.detail),
+        r.retry_after_sec,
+        None,
+    );
+    if let Some(secs) = r.retry_after_sec {
+        set(resp.headers(), "Retry-After", &secs.to_string());
+    }
+    Ok(resp)
+}
+
+/// 503 `upgrades_not_configured`: this deployment takes no payments.
+pub fn upgrades_not_configured() -> Response {
+    error(
+        ReasonCode::UpgradesNotConfigured,
+        Audience::Read,
+        Some("this deployment takes no payments; the free tier works as always"),
+    )
 }
 
 /// 405 with the `Allow` header listing what the resource supports.

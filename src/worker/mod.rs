@@ -16,6 +16,7 @@
 //! | the Worker <-> Durable Object calls, both halves| [`do_wire`]   |
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
 //! | Durable Object storage (JSON values, atomic)    | [`storage`]   |
+//! | JSON-RPC to the payment chain                   | [`rpc`]       |
 //! | vars and secrets                                | [`config`]    |
 //! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
 
@@ -30,6 +31,7 @@ mod lock;
 mod log;
 mod objects;
 mod routes;
+mod rpc;
 mod storage;
 
 use worker::{event, Context, Env, Request, Response};

@@ -2,7 +2,7 @@
 //! id); this file only calls the handler for it.
 
 use super::config::Config;
-use super::handlers::{bootstrap, history, keys, reads, write};
+use super::handlers::{bootstrap, history, keys, reads, upgrade, write};
 use super::http::{self, Audience, CachedRead};
 use crate::core::reason::ReasonCode;
 use crate::core::urls::{Action, Doc, Method, Route};
@@ -27,6 +27,8 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
         Action::Preflight { allow } => http::preflight(allow),
         Action::MethodNotAllowed { allow } => http::method_not_allowed(allow, audience),
         Action::Bootstrap => bootstrap::handle(&req, &url, cfg).await?,
+        Action::Quote => upgrade::quote(&req, &url, env, cfg).await?,
+        Action::Claim => upgrade::claim(&req, env, cfg).await?,
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(&req, head_only))?,
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?,
         Action::Read {

@@ -62,6 +62,8 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
       : {
           AGENT_DO: { className: "AgentDO", useSQLite: true },
           IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
+          TAGS_DO: { className: "TagsDO", useSQLite: true },
+          PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
         },
     durableObjectsPersist: false,
     bindings: {

@@ -68,6 +68,8 @@ test("head.json has every field and the same ETag", async () => {
       remaining_24h: 4,
       reset_at: new Date(T0 + 24 * HOUR).toISOString().replace(/\.\d{3}Z$/, "Z"),
     },
+    tier: "free",
+    paid_until: null,
   });
 });
 

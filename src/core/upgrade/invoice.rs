@@ -57,6 +57,10 @@ pub struct PaidWith {
     pub payment: String,
     /// The transaction.
     pub tx_hash: String,
+    /// The matching log in it.
+    pub log_index: u64,
+    /// The block it was mined in.
+    pub block_number: u64,
     /// When it was credited, Unix ms.
     pub credited_at_ms: u64,
     /// The plan's paid-until after this credit, Unix ms.
@@ -160,6 +164,11 @@ pub struct Entitlement {
 }
 
 impl Entitlement {
+    /// Never paid.
+    pub fn is_empty(&self) -> bool {
+        self.pro_until_ms.is_none() && self.plus_until_ms.is_none()
+    }
+
     fn until(&self, plan: Tier) -> Option<u64> {
         match plan {
             Tier::Free => None,
@@ -257,6 +266,8 @@ mod tests {
             paid: paid.then(|| PaidWith {
                 payment: "p".into(),
                 tx_hash: "t".into(),
+                log_index: 0,
+                block_number: 1,
                 credited_at_ms: quoted,
                 paid_until_ms: quoted,
             }),

@@ -12,13 +12,13 @@ use crate::core::json::Json;
 
 /// What the invoice requires of a payment.
 #[derive(Debug, Clone)]
-pub struct Expected<'a> {
-    /// The configured chain.
+pub struct Expected {
+    /// The invoice's chain.
     pub chain_id: u64,
-    /// The configured USDC contract: only its logs count.
-    pub usdc: &'a Address,
-    /// The treasury: the transfer's `to`.
-    pub treasury: &'a Address,
+    /// The invoice's USDC contract: only its logs count.
+    pub usdc: Address,
+    /// The invoice's treasury: the transfer's `to`.
+    pub treasury: Address,
     /// The invoice's exact amount.
     pub amount: Usdc,
     /// The quote time (Unix seconds, rounded down): the payment's block
@@ -106,7 +106,7 @@ fn text<'a>(v: &'a Json, k: &str) -> Option<&'a str> {
 }
 
 /// Decides a claim's payment.
-pub fn check_payment(want: &Expected<'_>, seen: &Observed<'_>) -> Verdict {
+pub fn check_payment(want: &Expected, seen: &Observed<'_>) -> Verdict {
     let fault = |why: String| Verdict::ProviderFault(why);
     match seen.chain_id.as_str().and_then(quantity) {
         Some(id) if id == want.chain_id => {}
@@ -191,7 +191,7 @@ struct Transfer<'a> {
 
 /// The `logIndex` of the log that pays the invoice exactly; otherwise the
 /// most telling refusal (or a fault for malformed logs).
-fn match_transfer(want: &Expected<'_>, logs: &[Json]) -> Result<u64, Verdict> {
+fn match_transfer(want: &Expected, logs: &[Json]) -> Result<u64, Verdict> {
     let mut transfers = Vec::new();
     for log in logs {
         let Some(topics) = log.get("topics").and_then(Json::as_array) else {

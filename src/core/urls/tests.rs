@@ -149,18 +149,22 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
         (
             "/api/v1/self/bootstrap",
             Get,
-            Action::MethodNotAllowed {
-                allow: ALLOW_BOOTSTRAP,
-            },
+            Action::MethodNotAllowed { allow: ALLOW_POST },
         ),
         (
             "/api/v1/self/bootstrap",
             Options,
-            Action::Preflight {
-                allow: ALLOW_BOOTSTRAP,
-            },
+            Action::Preflight { allow: ALLOW_POST },
         ),
         ("/api/v1/self/keys", Head, Action::Keys { head_only: true }),
+        ("/api/v1/self/upgrade/quote", Post, Action::Quote),
+        ("/api/v1/self/upgrade/claim", Post, Action::Claim),
+        (
+            "/api/v1/self/upgrade/claim",
+            Get,
+            Action::MethodNotAllowed { allow: ALLOW_POST },
+        ),
+        ("/self/upgrade/claim", Post, Action::NotFound),
         (
             "/api/v1/self/keys",
             Put,
@@ -177,7 +181,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 6 + 2);
+    assert_eq!(t.len(), 2 * 6 + 4);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();

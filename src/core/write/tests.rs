@@ -341,10 +341,8 @@ fn schema_then_safety_then_size() {
     assert_eq!(r.max_bytes, Some(4096));
     assert_eq!(r.observed_bytes, Some(jcs::canonicalize(&big).len() as u64));
     // The same capsule fits the pro tier.
-    let mut pro = AgentState {
-        tier: Tier::Pro,
-        ..AgentState::default()
-    };
+    let mut pro = AgentState::default();
+    pro.paid.credit(Tier::Pro, 30, T0);
     assert!(put(&mut pro, &k, 1, &big, T0).is_ok());
 }
 
@@ -453,20 +451,20 @@ fn record_and_head_follow_the_window() {
     let mut s = AgentState::default();
     let cap = capsule_for(&k);
     put(&mut s, &k, 3, &cap, T0).unwrap();
-    let rec = s.record(&k.agent_id(), &TierTable::default()).unwrap();
+    let rec = s.record(&k.agent_id(), &TierTable::default(), T0).unwrap();
     assert_eq!(
         crate::core::jcs::cursor_of_canonical(rec.capsule_body().as_bytes()),
         rec.cursor
     );
     assert_eq!(rec.etag(), &rec.cursor[7..]);
-    let head = rec.head(T0 + HOUR);
+    let head = rec.head(T0 + HOUR, &TierTable::default());
     assert_eq!((head.seq, head.ttl_sec, head.writes.used_24h), (3, 600, 1));
     assert_eq!(head.generated_at, "2026-02-10T01:00:00Z");
     assert_eq!(
         head.capsule_url,
         format!("/self/{}/capsule.json", k.agent_id())
     );
-    let later = rec.head(T0 + 25 * HOUR);
+    let later = rec.head(T0 + 25 * HOUR, &TierTable::default());
     assert_eq!(
         (
             later.writes.used_24h,

@@ -29,11 +29,7 @@ pub async fn handle(req: &Request, url: &Url, cfg: &Config) -> worker::Result<Re
             ))
         }
     };
-    let origin = match &cfg.public_origin {
-        Some(o) => o.clone(),
-        None => url.origin().ascii_serialization(),
-    };
-    match bootstrap::answer(&bytes, &origin, &cfg.tiers.free) {
+    match bootstrap::answer(&bytes, &cfg.origin(url), &cfg.tiers.free) {
         Ok(answer) => http::json(200, &answer, NO_STORE),
         Err(refusal) => Ok(http::error(
             refusal.code,

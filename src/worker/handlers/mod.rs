@@ -9,11 +9,13 @@
 //! | the service keyring                         | [`keys`]      |
 //! | stateless bootstrap                         | [`bootstrap`] |
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
+//! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
 
 pub mod bootstrap;
 pub mod history;
 pub mod keys;
 pub mod reads;
+pub mod upgrade;
 pub mod write;
 
 use crate::core::crypto::AgentId;

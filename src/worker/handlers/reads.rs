@@ -47,7 +47,7 @@ pub async fn handle(
         Err(e) => return Ok(unreadable("kv_record_unreadable", agent, &e.to_string())),
     };
     let body = match doc {
-        Doc::Head => serde_json::to_vec(&record.head(now_ms))?,
+        Doc::Head => serde_json::to_vec(&record.head(now_ms, &cfg.tiers))?,
         // The canonical (RFC 8785) bytes: sha256(body) == cursor.
         _ => record.capsule_body().into_bytes(),
     };

@@ -1,13 +1,14 @@
 //! One Durable Object per client address bucket: counts distinct new agent
-//! ids whose first capsule was accepted in the rolling 24-hour window.
+//! ids whose first capsule was accepted in the rolling 24-hour window, and
+//! upgrade quotes asked for in it (so quoting cannot fill storage).
 //!
 //! Reservations are idempotent per agent id (see `core::quota::IpWindow`), so
 //! an agent object that retries after a failure never spends two slots. Only
 //! agent objects call this one (`do_wire::Reserve`); it is not reachable from
 //! outside the Worker.
 
-use crate::core::quota::IpWindow;
-use crate::worker::do_wire::{self, Reserve};
+use crate::core::quota::{IpWindow, Window};
+use crate::worker::do_wire::{self, IpCall, Reserve};
 use crate::worker::lock::Lock;
 use crate::worker::storage::{load, save};
 // The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
@@ -15,6 +16,8 @@ use worker::wasm_bindgen;
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
 const WINDOW_KEY: &str = "window";
+/// Upgrade quotes from this address in the rolling 24 hours.
+const QUOTES_KEY: &str = "quotes";
 
 #[durable_object(fetch)]
 pub struct IpQuotaDO {
@@ -31,19 +34,33 @@ impl DurableObject for IpQuotaDO {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        let Some(ask) = Reserve::read(req).await? else {
+        let Some(call) = IpCall::read(req).await? else {
             return Ok(do_wire::not_a_call());
         };
         // Only storage awaits happen below, which already hold the input gate;
         // the lock keeps that true if this ever grows an outside call.
         let _guard = self.lock.acquire().await;
         let storage = self.state.storage();
-        let mut window: IpWindow = load(&storage, WINDOW_KEY).await?.unwrap_or_default();
-        let before = window.clone();
-        let result = window.reserve(&ask.agent_id, ask.now_ms, ask.limit);
-        if window != before {
-            save(&storage, WINDOW_KEY, &window).await?;
+        match call {
+            IpCall::Reserve(ask) => {
+                let mut window: IpWindow = load(&storage, WINDOW_KEY).await?.unwrap_or_default();
+                let before = window.clone();
+                let result = window.reserve(&ask.agent_id, ask.now_ms, ask.limit);
+                if window != before {
+                    save(&storage, WINDOW_KEY, &window).await?;
+                }
+                Reserve::answer(result)
+            }
+            IpCall::Quote(slot) => {
+                let mut quotes: Window = load(&storage, QUOTES_KEY).await?.unwrap_or_default();
+                let usage = quotes.usage(slot.now_ms, slot.limit);
+                if usage.exhausted() {
+                    return Reserve::answer(Err(usage.reset_at_ms.unwrap_or(slot.now_ms)));
+                }
+                quotes.record(slot.now_ms);
+                save(&storage, QUOTES_KEY, &quotes).await?;
+                Reserve::answer(Ok(()))
+            }
         }
-        Reserve::answer(result)
     }
 }

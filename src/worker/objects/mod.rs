@@ -4,3 +4,5 @@
 
 pub mod agent;
 pub mod ip_quota;
+pub mod payment;
+pub mod tags;

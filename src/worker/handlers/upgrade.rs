@@ -1,0 +1,113 @@
+//! `POST /api/v1/self/upgrade/quote` and `…/claim`, Worker half: read the
+//! (small) body, refuse what needs no stored state (configuration, shape,
+//! signature, the per-address quote rate), and hand the rest to the
+//! agent's Durable Object, which keeps its invoices and credits payments.
+
+use crate::core::quota::ip_bucket;
+use crate::core::reason::ReasonCode;
+use crate::core::time::secs_until;
+use crate::core::upgrade::claim::{read_claim, ClaimError};
+use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
+use crate::core::upgrade::Refusal;
+use crate::core::urls::CLAIM_PATH;
+use crate::worker::body::{self, BodyError};
+use crate::worker::clock;
+use crate::worker::config::Config;
+use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
+use crate::worker::http::{self, Audience, NO_STORE};
+use worker::{Env, Request, Response, Url};
+
+/// Quotes per client address per rolling 24 hours.
+pub const QUOTES_PER_IP_24H: u32 = 30;
+
+/// The body, or the answer for one that is too big or unreadable.
+async fn small_body(req: &Request) -> Result<Vec<u8>, Response> {
+    match body::read_capped(req, MAX_UPGRADE_BODY).await {
+        Ok(b) => Ok(b),
+        Err(BodyError::TooLarge { .. }) => Err(http::error(
+            ReasonCode::PayloadTooLarge,
+            Audience::Read,
+            None,
+        )),
+        Err(BodyError::Read) => Err(http::error(
+            ReasonCode::BadUpgradeRequest,
+            Audience::Read,
+            Some("the request body could not be read to its end"),
+        )),
+    }
+}
+
+/// Relays the agent object's answer.
+fn relay(r: do_wire::Relayed) -> Response {
+    let out = http::respond(r.status, Some(r.body), NO_STORE);
+    if let Some(ra) = r.retry_after {
+        http::set(out.headers(), "Retry-After", &ra);
+    }
+    out
+}
+
+/// One quote.
+pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker::Result<Response> {
+    let Ok(up) = &cfg.upgrade else {
+        return Ok(http::upgrades_not_configured());
+    };
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    let bytes = match small_body(req).await {
+        Ok(b) => b,
+        Err(resp) => return Ok(resp),
+    };
+    let ask = match read_quote(&bytes, up) {
+        Ok(a) => a,
+        Err(r) => return http::upgrade_refusal(&r),
+    };
+    let ip = ip_bucket(req.headers().get("CF-Connecting-IP")?.as_deref());
+    let slot = QuoteSlot {
+        now_ms,
+        limit: QUOTES_PER_IP_24H,
+    };
+    if let Err(reset) = slot.send(env, &ip).await? {
+        return http::upgrade_refusal(
+            &Refusal::new(
+                ReasonCode::QuoteRateExceeded,
+                "too many quotes from this address in the last 24 hours",
+            )
+            .retry_after(secs_until(now_ms, reset).max(1)),
+        );
+    }
+    let call = AgentCall::Quote(QuoteCall {
+        agent_id: ask.agent_id.to_string(),
+        plan: ask.plan,
+        now_ms,
+        claim_url: format!("{}{CLAIM_PATH}", cfg.origin(url)),
+    });
+    Ok(relay(do_wire::upgrade(env, &ask.agent_id, &call).await?))
+}
+
+/// One claim.
+pub async fn claim(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
+    if cfg.upgrade.is_err() {
+        return Ok(http::upgrades_not_configured());
+    }
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    let bytes = match small_body(req).await {
+        Ok(b) => b,
+        Err(resp) => return Ok(resp),
+    };
+    let claim = match read_claim(&bytes) {
+        Ok(c) => c,
+        Err(ClaimError::Malformed(why)) => {
+            return http::upgrade_refusal(&Refusal::new(ReasonCode::BadUpgradeRequest, why))
+        }
+        Err(ClaimError::BadSignature(why)) => {
+            return http::upgrade_refusal(&Refusal::new(ReasonCode::BadSignature, why))
+        }
+    };
+    let call = AgentCall::Claim(ClaimCall {
+        agent_id: claim.agent_id.to_string(),
+        invoice_id: claim.invoice_id,
+        tx_hash: claim.tx_hash,
+        seq: claim.seq,
+        now_ms,
+    });
+    Ok(relay(do_wire::upgrade(env, &claim.agent_id, &call).await?))
+}

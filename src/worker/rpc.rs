@@ -1,0 +1,83 @@
+//! JSON-RPC over `fetch`, for verifying payments on the configured chain.
+//! The endpoint is a provider like any other: its transport failures and
+//! error objects become [`RpcError`] (the claim answers 503 and credits
+//! nothing); what its results mean is decided in `core::upgrade::receipt`.
+
+use crate::core::json::{self, Json};
+use crate::core::upgrade::receipt::{check_payment, Expected, Observed, Verdict};
+use serde_json::json;
+use worker::{Fetch, Headers, Method, Request, RequestInit};
+
+/// Why a call produced no result.
+#[derive(Debug)]
+pub struct RpcError(pub String);
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Calls `method` with `params` at `url`; the `result` member of the answer.
+pub async fn call(url: &str, method: &str, params: serde_json::Value) -> Result<Json, RpcError> {
+    let fail = |what: String| RpcError(format!("{method}: {what}"));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let headers = Headers::new();
+    headers
+        .set("Content-Type", "application/json")
+        .map_err(|e| fail(e.to_string()))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(body.into()));
+    let req = Request::new_with_init(url, &init).map_err(|e| fail(e.to_string()))?;
+    let mut resp = Fetch::Request(req)
+        .send()
+        .await
+        .map_err(|e| fail(format!("unreachable ({e})")))?;
+    if resp.status_code() != 200 {
+        return Err(fail(format!("HTTP {}", resp.status_code())));
+    }
+    let bytes = resp.bytes().await.map_err(|e| fail(e.to_string()))?;
+    let answer = json::parse(&bytes).map_err(|e| fail(format!("answer is not JSON ({e})")))?;
+    if let Some(err) = answer.get("error") {
+        let message = err.get("message").and_then(Json::as_str).unwrap_or("?");
+        return Err(fail(format!("error {message}")));
+    }
+    answer
+        .get("result")
+        .cloned()
+        .ok_or_else(|| fail("answer has no result".into()))
+}
+
+/// Asks the chain about `tx_hash` and decides whether it pays `want`: the
+/// chain id, the receipt, the head block number and (once mined) the
+/// receipt's block. A transport or RPC error is a provider fault.
+pub async fn verify_payment(url: &str, want: &Expected, tx_hash: &str) -> Verdict {
+    match observe(url, tx_hash).await {
+        Ok((chain_id, receipt, head, block)) => check_payment(
+            want,
+            &Observed {
+                tx_hash,
+                chain_id: &chain_id,
+                receipt: &receipt,
+                block: block.as_ref(),
+                head_number: &head,
+            },
+        ),
+        Err(e) => Verdict::ProviderFault(e.0),
+    }
+}
+
+type Answers = (Json, Json, Json, Option<Json>);
+
+async fn observe(url: &str, tx_hash: &str) -> Result<Answers, RpcError> {
+    let chain_id = call(url, "eth_chainId", json!([])).await?;
+    let receipt = call(url, "eth_getTransactionReceipt", json!([tx_hash])).await?;
+    let head = call(url, "eth_blockNumber", json!([])).await?;
+    let block = match receipt.get("blockNumber").and_then(Json::as_str) {
+        Some(n) => Some(call(url, "eth_getBlockByNumber", json!([n, false])).await?),
+        None => None,
+    };
+    Ok((chain_id, receipt, head, block))
+}
