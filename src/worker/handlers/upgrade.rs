@@ -11,7 +11,7 @@ use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
 use crate::core::upgrade::Refusal;
 use crate::core::urls::CLAIM_PATH;
 use crate::worker::body::{self, BodyError};
-use crate::worker::clock;
+use crate::worker::{clock, log};
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
 use crate::worker::http::{self, Audience, NO_STORE};
@@ -46,10 +46,18 @@ fn relay(r: do_wire::Relayed) -> Response {
     out
 }
 
+/// The 503 for a deployment without (valid) upgrade settings, logging what
+/// is missing by var name so the operator can fix it.
+fn not_configured(problems: &[String]) -> Response {
+    log::event("config_error", &[("upgrade", &problems.join("; "))]);
+    http::upgrades_not_configured()
+}
+
 /// One quote.
 pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    let Ok(up) = &cfg.upgrade else {
-        return Ok(http::upgrades_not_configured());
+    let up = match &cfg.upgrade {
+        Ok(up) => up,
+        Err(problems) => return Ok(not_configured(problems)),
     };
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let bytes = match small_body(req).await {
@@ -85,8 +93,8 @@ pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker:
 
 /// One claim.
 pub async fn claim(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    if cfg.upgrade.is_err() {
-        return Ok(http::upgrades_not_configured());
+    if let Err(problems) = &cfg.upgrade {
+        return Ok(not_configured(problems));
     }
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let bytes = match small_body(req).await {
