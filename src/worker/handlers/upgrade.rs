@@ -11,10 +11,10 @@ use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
 use crate::core::upgrade::Refusal;
 use crate::core::urls::CLAIM_PATH;
 use crate::worker::body::{self, BodyError};
-use crate::worker::{clock, log};
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
 use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::{clock, log};
 use worker::{Env, Request, Response, Url};
 
 /// Quotes per client address per rolling 24 hours.
