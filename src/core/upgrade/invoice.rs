@@ -190,18 +190,37 @@ impl Entitlement {
         self.until(self.tier_at(now_ms))
     }
 
-    /// Adds `days` of `plan`: `until = max(now, until) + days`. Returns the
-    /// new `until`. Free is not sold (no change, `now_ms` returned).
+    /// Adds `days` of `plan` and returns its new end. Paid time is never
+    /// lost: Plus runs first, and Pro time waits behind it.
+    /// - Plus: `plus_until = max(now, plus_until) + days`; Pro time still
+    ///   left (scheduled after Plus) moves back by the same `days`.
+    /// - Pro: `pro_until = max(now, plus_until, pro_until) + days`, so it
+    ///   starts when any Plus time ends.
+    ///
+    /// Free is not sold (no change, `now_ms` returned).
     pub fn credit(&mut self, plan: Tier, days: u32, now_ms: u64) -> u64 {
         let add = u64::from(days) * 24 * 60 * 60 * 1000;
-        let slot = match plan {
-            Tier::Free => return now_ms,
-            Tier::Pro => &mut self.pro_until_ms,
-            Tier::Plus => &mut self.plus_until_ms,
-        };
-        let until = slot.unwrap_or(0).max(now_ms).saturating_add(add);
-        *slot = Some(until);
-        until
+        let plus_end = self.plus_until_ms.unwrap_or(0).max(now_ms);
+        match plan {
+            Tier::Free => now_ms,
+            Tier::Plus => {
+                if let Some(pro) = self.pro_until_ms.as_mut().filter(|p| **p > plus_end) {
+                    *pro = pro.saturating_add(add);
+                }
+                let until = plus_end.saturating_add(add);
+                self.plus_until_ms = Some(until);
+                until
+            }
+            Tier::Pro => {
+                let until = self
+                    .pro_until_ms
+                    .unwrap_or(0)
+                    .max(plus_end)
+                    .saturating_add(add);
+                self.pro_until_ms = Some(until);
+                until
+            }
+        }
     }
 }
 
@@ -244,12 +263,28 @@ mod tests {
         // After a lapse the next credit counts from now, not from the past.
         let later = t0 + 100 * DAY;
         assert_eq!(e.credit(Tier::Pro, 30, later), later + 30 * DAY);
-        // Plus on top of pro: plus while it lasts, then the pro time left.
+        // Plus on top of pro: plus while it lasts, then all the pro time
+        // that was left (30 days), none of it lost.
         e.credit(Tier::Plus, 10, later);
         assert_eq!(e.tier_at(later + DAY), Tier::Plus);
         assert_eq!(e.paid_until(later + DAY), Some(later + 10 * DAY));
         assert_eq!(e.tier_at(later + 11 * DAY), Tier::Pro);
-        assert_eq!(e.credit(Tier::Free, 30, later), later);
+        assert_eq!(e.paid_until(later + 11 * DAY), Some(later + 40 * DAY));
+        assert_eq!(e.tier_at(later + 40 * DAY), Tier::Free);
+        // Plus longer than the pro time left: still none lost.
+        let mut e = Entitlement::default();
+        e.credit(Tier::Pro, 5, t0);
+        e.credit(Tier::Plus, 30, t0 + DAY);
+        assert_eq!(e.paid_until(t0 + 2 * DAY), Some(t0 + 31 * DAY));
+        assert_eq!(e.tier_at(t0 + 31 * DAY), Tier::Pro);
+        assert_eq!(e.paid_until(t0 + 31 * DAY), Some(t0 + 35 * DAY));
+        // Pro bought during plus starts when plus ends.
+        let mut e = Entitlement::default();
+        e.credit(Tier::Plus, 10, t0);
+        assert_eq!(e.credit(Tier::Pro, 30, t0 + DAY), t0 + 40 * DAY);
+        assert_eq!(e.tier_at(t0 + 9 * DAY), Tier::Plus);
+        assert_eq!(e.tier_at(t0 + 39 * DAY), Tier::Pro);
+        assert_eq!(e.credit(Tier::Free, 30, t0), t0);
     }
 
     fn invoice(n: u8, quoted: u64, paid: bool) -> Invoice {
