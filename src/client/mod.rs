@@ -22,6 +22,7 @@
 //! | [`http`] | the transport seam ([`http::Transport`]; [`http::UreqTransport`]) |
 //! | [`wire`] | the service's response bodies |
 //! | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
+//! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` ([`upgrade::decide`]) |
 
 pub mod backoff;
 pub mod error;
@@ -31,6 +32,7 @@ mod reads;
 mod rehydrate;
 pub mod resolve;
 pub mod state;
+pub mod upgrade;
 mod verify;
 pub mod wire;
 mod writes;

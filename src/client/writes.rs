@@ -59,6 +59,13 @@ pub struct Status {
     pub desired_cursor: Option<String>,
     /// The desired capsule differs from the last accepted one.
     pub dirty: bool,
+    /// The tier (`free`, `pro`, `plus`) from the last head.json seen (or the
+    /// last credited upgrade, when newer); `None` when neither is known.
+    pub tier: Option<String>,
+    /// When the paid tier ends (`None` on free or unknown).
+    pub paid_until: Option<String>,
+    /// When that tier was read (the head's `generated_at`, or the credit's time).
+    pub tier_as_of: Option<String>,
 }
 
 impl Client {
@@ -244,6 +251,8 @@ impl Client {
             (Some(_), None) => true,
             (None, _) => false,
         };
+        // Best effort: a damaged upgrade.json is `upgrade`'s to report.
+        let tier = self.tier().ok().flatten();
         Ok(Status {
             agent_id: key.agent_id().to_string(),
             public_key: key.public_key().to_hex(),
@@ -253,6 +262,9 @@ impl Client {
             published_cursor: published.map(|p| p.cursor),
             desired_cursor: desired,
             dirty,
+            tier: tier.as_ref().map(|t| t.tier.clone()),
+            paid_until: tier.as_ref().and_then(|t| t.paid_until.clone()),
+            tier_as_of: tier.map(|t| t.as_of),
         })
     }
 

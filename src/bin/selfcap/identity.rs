@@ -63,7 +63,8 @@ pub(crate) fn bootstrap(g: &Global, out: JsonOut) -> Result<(), Error> {
     Ok(())
 }
 
-/// `status`: identity, service, last accepted write, dirty or clean.
+/// `status`: identity, service, last accepted write, dirty or clean, and
+/// the tier (from the last head.json seen, or the last credited upgrade).
 pub(crate) fn status(g: &Global, out: JsonOut) -> Result<(), Error> {
     let s = client(g, 0)?.status()?;
     if out.json {
@@ -83,6 +84,15 @@ pub(crate) fn status(g: &Global, out: JsonOut) -> Result<(), Error> {
                 Some(c) if s.dirty => format!("{c} (dirty: run `selfcap publish`)"),
                 Some(c) => format!("{c} (clean)"),
                 None => none(),
+            }
+        ));
+        emit(&format!(
+            "tier        {}\n",
+            match (&s.tier, &s.paid_until, &s.tier_as_of) {
+                (Some(t), Some(u), Some(at)) => format!("{t} (paid until {u}; as of {at})"),
+                (Some(t), _, Some(at)) => format!("{t} (as of {at})"),
+                (Some(t), _, None) => t.clone(),
+                (None, ..) => format!("{} (run `selfcap head` to read it)", none()),
             }
         ));
     }

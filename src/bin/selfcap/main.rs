@@ -9,6 +9,7 @@
 //! - `publish`: template, set, sign, put, publish (writes)
 //! - `read`: head, get, rehydrate (the current capsule)
 //! - `history`: history, export, verify (the sealed history)
+//! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `print`: stdout and stderr, error reports and exit codes
 //!
 //! What a command prints and how it exits is a contract (scripts and
@@ -38,10 +39,12 @@ mod print;
 mod publish;
 #[cfg(not(target_arch = "wasm32"))]
 mod read;
+#[cfg(not(target_arch = "wasm32"))]
+mod upgrade;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
-    use super::{canon, history, identity, print, publish, read};
+    use super::{canon, history, identity, print, publish, read, upgrade};
     use clap::{Args, Parser, Subcommand, ValueEnum};
     use self_capsule::client::http::UreqTransport;
     use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location};
@@ -312,6 +315,9 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
             #[command(flatten)]
             out: JsonOut,
         },
+        /// Buy a paid plan with USDC: quote, pay on-chain, claim (never pays twice).
+        #[command(after_help = upgrade::AFTER_HELP)]
+        Upgrade(upgrade::UpgradeArgs),
     }
 
     /// Runs the CLI; returns the exit code.
@@ -371,6 +377,7 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
                 keys,
                 out,
             } => history::verify(g, agent_id.as_deref(), export.as_ref(), keys.as_ref(), out),
+            Command::Upgrade(args) => upgrade::run(g, args),
         }
     }
 
