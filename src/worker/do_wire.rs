@@ -66,6 +66,11 @@ pub struct QuoteCall {
     pub now_ms: u64,
     /// The absolute claim URL for the quote body.
     pub claim_url: String,
+    /// Test hook (only with `SELFCAP_TEST_CLOCK=1`): use this tag instead
+    /// of asking the price's tag book, to prove a payment credits once even
+    /// if two invoices ever asked for the same amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced_tag: Option<u16>,
 }
 
 /// A claim whose shape and signature checked out in the Worker.

@@ -621,6 +621,42 @@ describe("on a local Base chain", () => {
   // -------------------------------------------------------------------------
   // 8. The quote window.
 
+  test("a payment credits once, globally: an invoice forced onto the same amount (test hook) is payment_already_claimed", async () => {
+    const A = newAgent();
+    const B = newAgent();
+    const qa = await quoteOk(w, A, "pro");
+    const tx = await pay(chain, qa);
+    await confirm(chain);
+    const ok = await claim(w, claimBody(A, qa.invoice_id, tx, 1));
+    assert.equal(ok.status, 200, ok.text);
+    // B's invoice gets A's amount and A's quote time: only the test hook
+    // (SELFCAP_TEST_CLOCK=1) can make two invoices share an amount.
+    const tag = BigInt(qa.amount_atomic) - PRO_PRICE;
+    const quotedAt = Date.parse(qa.expires_at) - 3600 * 1000;
+    const qb = await quoteOk(w, B, "pro", { now: quotedAt, headers: { "x-selfcap-test-tag": String(tag) } });
+    assert.equal(qb.amount_atomic, qa.amount_atomic);
+    assert.notEqual(qb.invoice_id, qa.invoice_id);
+    for (let i = 0; i < 2; i++) {
+      const r = await claim(w, claimBody(B, qb.invoice_id, tx, 1 + i));
+      assertRefused(r, 409, "payment_already_claimed");
+    }
+    // A's credit is untouched and still answers the same.
+    const again = await claim(w, claimBody(A, qa.invoice_id, tx, 1));
+    assert.equal(again.text, ok.text);
+  });
+
+  test("the tag hook is inert without SELFCAP_TEST_CLOCK=1", async () => {
+    const prod = await startUpgradeWorker(chain, { SELFCAP_TEST_CLOCK: "0" });
+    try {
+      const x = await quoteOk(prod, newAgent(), "pro");
+      const held = BigInt(x.amount_atomic) - PRO_PRICE;
+      const y = await quoteOk(prod, newAgent(), "pro", { headers: { "x-selfcap-test-tag": String(held) } });
+      assert.notEqual(y.amount_atomic, x.amount_atomic, "a held tag was handed out again");
+    } finally {
+      await prod.close();
+    }
+  });
+
   test("a payment mined after expires_at is invoice_expired; one mined before the quote is payment_before_invoice", async () => {
     const now = Date.now();
     {

@@ -7,6 +7,7 @@ use crate::core::quota::ip_bucket;
 use crate::core::reason::ReasonCode;
 use crate::core::time::secs_until;
 use crate::core::upgrade::claim::{read_claim, ClaimError};
+use crate::core::upgrade::invoice::TAGS;
 use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
 use crate::core::upgrade::Refusal;
 use crate::core::urls::CLAIM_PATH;
@@ -16,6 +17,9 @@ use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
 use crate::worker::http::{self, Audience, NO_STORE};
 use crate::worker::{clock, log};
 use worker::{Env, Request, Response, Url};
+
+/// Test-only (honoured with `SELFCAP_TEST_CLOCK=1`): force the invoice's tag.
+const TEST_TAG_HEADER: &str = "x-selfcap-test-tag";
 
 /// Quotes per client address per rolling 24 hours.
 pub const QUOTES_PER_IP_24H: u32 = 30;
@@ -87,6 +91,14 @@ pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker:
         plan: ask.plan,
         now_ms,
         claim_url: format!("{}{CLAIM_PATH}", cfg.origin(url)),
+        forced_tag: if cfg.test_clock {
+            req.headers()
+                .get(TEST_TAG_HEADER)?
+                .and_then(|t| t.trim().parse::<u16>().ok())
+                .filter(|t| (1..=TAGS).contains(t))
+        } else {
+            None
+        },
     });
     Ok(relay(do_wire::upgrade(env, &ask.agent_id, &call).await?))
 }

@@ -361,10 +361,14 @@ impl AgentDO {
             expires_at_ms: now + INVOICE_TTL_MS,
             random: u32::from_le_bytes([random[8], random[9], random[10], random[11]]),
         };
-        let Some(tag) = ask
-            .send(&self.env, &format!("{}:{}", up.chain_id, price.0))
-            .await?
-        else {
+        let tag = match call.forced_tag {
+            Some(t) => Some(t),
+            None => {
+                ask.send(&self.env, &format!("{}:{}", up.chain_id, price.0))
+                    .await?
+            }
+        };
+        let Some(tag) = tag else {
             // Every tag at this price is held by an open invoice.
             return Ok(http::unavailable_because(
                 Audience::Read,
