@@ -22,7 +22,7 @@
 //! | [`http`] | the transport seam ([`http::Transport`]; [`http::UreqTransport`]) |
 //! | [`wire`] | the service's response bodies |
 //! | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
-//! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` ([`upgrade::decide`]) |
+//! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
 
 pub mod backoff;
 pub mod error;

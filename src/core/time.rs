@@ -1,4 +1,5 @@
-//! Time as the service sees it: Unix milliseconds in, RFC 3339 UTC text out.
+//! Time as the service sees it: Unix milliseconds in, RFC 3339 UTC text out
+//! (and that text read back, for the client).
 //! (No clock is read here; callers pass `now`, which keeps the core testable
 //! and lets the end-to-end tests inject a clock.)
 
@@ -13,6 +14,48 @@ pub fn rfc3339(unix_ms: u64) -> String {
         (rem % 3600) / 60,
         rem % 60
     )
+}
+
+/// Unix ms of `YYYY-MM-DDTHH:MM:SS[.fff]Z`, the service's form (the inverse
+/// of [`rfc3339`]; more than three fractional digits are truncated to the
+/// millisecond). `None` for any other spelling, a month, day (1–31), hour,
+/// minute or second out of range, or an instant before 1970.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || !s.ends_with('Z') || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let frac = &s[19..s.len() - 1];
+    let ms = match frac.strip_prefix('.') {
+        None if frac.is_empty() => 0,
+        Some(f) if !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit()) => {
+            format!("{:0<3}", &f[..f.len().min(3)]).parse().ok()?
+        }
+        _ => return None,
+    };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    // Howard Hinnant's days-from-civil.
+    let (y, m) = (y as i64 - i64::from(mo <= 2), mo as i64);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + mi * 60 + sec;
+    Some(secs * 1000 + ms)
 }
 
 /// Whole seconds from `now_ms` until `until_ms`, rounded up (0 if past).
@@ -44,6 +87,25 @@ mod tests {
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_770_681_599_999), "2026-02-09T23:59:59Z");
         assert_eq!(rfc3339(4_102_444_800_000), "2100-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn rfc3339_reads_the_services_spelling() {
+        const NOW: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
+        for ms in [0, NOW, 951_782_400_000, 4_102_444_800_000, NOW + 3_599_000] {
+            assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
+        }
+        assert_eq!(parse_rfc3339("2026-02-10T00:00:00.25Z"), Some(NOW + 250));
+        for bad in [
+            "",
+            "2026-02-10",
+            "2026-02-10T00:00:00",
+            "2026-13-10T00:00:00Z",
+            "2026-02-10T00:00:00.Z",
+            "2026-02-10 00:00:00Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
     }
 
     #[test]
