@@ -149,14 +149,19 @@ pub(super) fn read_error(req: &Request, resp: &Response) -> Error {
             resp.status,
             ReasonCode::from_wire(c).map_or("", ReasonCode::bot_action)
         )),
-        _ => Error::Protocol(format!(
-            "{} {} answered HTTP {}: {}",
-            req.method,
-            req.url,
-            resp.status,
-            resp.snippet()
-        )),
+        _ => protocol_error(req, resp),
     }
+}
+
+/// An answer the contract does not describe (status without a known code).
+pub(super) fn protocol_error(req: &Request, resp: &Response) -> Error {
+    Error::Protocol(format!(
+        "{} {} answered HTTP {}: {}",
+        req.method,
+        req.url,
+        resp.status,
+        resp.snippet()
+    ))
 }
 
 /// A 5xx the retry policy gave up on.

@@ -4,7 +4,7 @@
 
 use super::now_ms;
 use super::record::{load_record, save_record, Failure, Record};
-use crate::client::exchange::unavailable;
+use crate::client::exchange::{protocol_error, unavailable};
 use crate::client::http::{Request, Response};
 use crate::client::wire::Rejected;
 use crate::client::{Client, Error};
@@ -235,13 +235,7 @@ fn service_refusal(what: &str, req: &Request, resp: &Response) -> Error {
             refused(what, resp.status, &code, &detail, wait)
         }
         _ if resp.status >= 500 => unavailable(req, resp),
-        _ => Error::Protocol(format!(
-            "{} {} answered HTTP {}: {}",
-            req.method,
-            req.url,
-            resp.status,
-            resp.snippet()
-        )),
+        _ => protocol_error(req, resp),
     }
 }
 

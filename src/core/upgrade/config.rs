@@ -171,6 +171,18 @@ impl UpgradeConfig {
     }
 }
 
+/// A configured upgrade for tests: Base defaults, anvil's third dev account
+/// as treasury, a loopback RPC.
+#[cfg(test)]
+pub(crate) fn test_config() -> UpgradeConfig {
+    UpgradeConfig::from_vars(|k| match k {
+        TREASURY_VAR => Some("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc".into()),
+        RPC_URL_VAR => Some("http://127.0.0.1:8545".into()),
+        _ => None,
+    })
+    .expect("test config")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

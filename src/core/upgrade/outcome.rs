@@ -245,12 +245,7 @@ mod tests {
     use crate::core::upgrade::quote::{new_invoice, QuoteRequest};
 
     fn cfg() -> UpgradeConfig {
-        UpgradeConfig::from_vars(|k| match k {
-            "UPGRADE_TREASURY" => Some("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc".into()),
-            "UPGRADE_RPC_URL" => Some("http://127.0.0.1:8545".into()),
-            _ => None,
-        })
-        .unwrap()
+        crate::core::upgrade::config::test_config()
     }
 
     const T0: u64 = 1_770_681_600_000;

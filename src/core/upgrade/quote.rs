@@ -191,12 +191,7 @@ mod tests {
     use crate::core::upgrade::config::UpgradeConfig;
 
     fn cfg() -> UpgradeConfig {
-        UpgradeConfig::from_vars(|k| match k {
-            "UPGRADE_TREASURY" => Some("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc".into()),
-            "UPGRADE_RPC_URL" => Some("http://127.0.0.1:8545".into()),
-            _ => None,
-        })
-        .unwrap()
+        crate::core::upgrade::config::test_config()
     }
 
     const ID: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
