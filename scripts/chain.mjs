@@ -1,6 +1,9 @@
-// A real local EVM chain for tests: spawns the `anvil` binary that the pinned
-// devDependency @foundry-rs/anvil@1.7.1 ships (inside its platform package,
-// e.g. @foundry-rs/anvil-linux-amd64), bound to 127.0.0.1 on a free port, and a
+// A real local EVM chain for tests: spawns the `anvil` binary of Foundry's npm
+// release 1.7.1, which ships inside a platform package. The repo pins
+// @foundry-rs/anvil-linux-amd64 as an optional dependency: the wrapper package
+// @foundry-rs/anvil lists every platform, and the others are not in this
+// registry, so its lockfile could never satisfy `npm ci`. Bound to 127.0.0.1
+// on a free port, with a
 // few hand-rolled JSON-RPC helpers to deploy the test USDC token
 // (tests/fixtures/TestUSDC.json), mint, transfer and mine. Node >= 20, no other
 // dependencies, works offline.
@@ -68,7 +71,7 @@ const PLATFORM_PACKAGES = {
 
 /**
  * Path of the anvil executable: $ANVIL_BIN if set, else the binary inside the
- * platform package of @foundry-rs/anvil in this repo's node_modules. Throws a
+ * platform package (see the top of this file) in node_modules. Throws a
  * clear error if it is not there.
  */
 export function anvilBinary() {
@@ -91,7 +94,7 @@ export function anvilBinary() {
   if (!existsSync(path)) {
     throw new Error(
       `anvil binary not found (looked for ${path}). It comes from the devDependency ` +
-        `@foundry-rs/anvil@${ANVIL_VERSION} via its optional dependency ${pkg}: run 'npm ci' ` +
+        `${pkg}@${ANVIL_VERSION} (an optional dependency of this repo, Linux x64 only in this registry): run 'npm ci' ` +
         `in ${ROOT} (or set ANVIL_BIN). Tests that need a local chain cannot run without it.`,
     );
   }

@@ -5,7 +5,7 @@
 // replay; expiry; lying and absent providers. On every failure nothing is
 // credited: head.json stays free and a re-claim fails the same way.
 //
-// Needs the anvil binary from the @foundry-rs/anvil devDependency: without it
+// Needs the anvil binary (npm @foundry-rs/anvil-linux-amd64, see scripts/chain.mjs): without it
 // this file fails (never skips).
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
