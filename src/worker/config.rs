@@ -31,8 +31,6 @@ pub struct Config {
     pub test_clock: bool,
     /// [`PUBLIC_ORIGIN_VAR`], when set and well-formed.
     pub public_origin: Option<String>,
-    /// The USDC upgrade, or (as `Err`) what keeps it off, by var name.
-    pub upgrade: Result<UpgradeConfig, Vec<String>>,
 }
 
 impl Config {
@@ -55,19 +53,10 @@ impl Config {
                 "{{\"event\":\"config_ignored\",\"var\":\"{PUBLIC_ORIGIN_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
             );
         }
-        // The RPC URL may carry an API key, so it may be a secret.
-        let upgrade = UpgradeConfig::from_vars(|name| {
-            var(name).or_else(|| {
-                (name == RPC_URL_VAR)
-                    .then(|| env.secret(name).ok().map(|s| s.to_string()))
-                    .flatten()
-            })
-        });
         Config {
             tiers,
             test_clock: var("SELFCAP_TEST_CLOCK").as_deref() == Some("1"),
             public_origin: parsed,
-            upgrade,
         }
     }
 }
@@ -82,6 +71,21 @@ impl Config {
             None => url.origin().ascii_serialization(),
         }
     }
+}
+
+/// The USDC upgrade's settings, or (as `Err`) what keeps it off, by var
+/// name. Read only by the quote and claim paths (parsing addresses is not
+/// work a read should pay for), so not part of [`Config`].
+pub fn upgrade(env: &Env) -> Result<UpgradeConfig, Vec<String>> {
+    UpgradeConfig::from_vars(|name| {
+        let var = env.var(name).ok().map(|v| v.to_string());
+        // The RPC URL may carry an API key, so it may be a secret.
+        var.or_else(|| {
+            (name == RPC_URL_VAR)
+                .then(|| env.secret(name).ok().map(|s| s.to_string()))
+                .flatten()
+        })
+    })
 }
 
 /// Worker secret holding the service's Ed25519 seed (64 hex characters).

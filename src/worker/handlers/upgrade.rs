@@ -12,7 +12,7 @@ use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
 use crate::core::upgrade::Refusal;
 use crate::core::urls::CLAIM_PATH;
 use crate::worker::body::{self, BodyError};
-use crate::worker::config::Config;
+use crate::worker::config::{self, Config};
 use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
 use crate::worker::http::{self, Audience, NO_STORE};
 use crate::worker::{clock, log};
@@ -59,16 +59,16 @@ fn not_configured(problems: &[String]) -> Response {
 
 /// One quote.
 pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    let up = match &cfg.upgrade {
+    let up = match config::upgrade(env) {
         Ok(up) => up,
-        Err(problems) => return Ok(not_configured(problems)),
+        Err(problems) => return Ok(not_configured(&problems)),
     };
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let bytes = match small_body(req).await {
         Ok(b) => b,
         Err(resp) => return Ok(resp),
     };
-    let ask = match read_quote(&bytes, up) {
+    let ask = match read_quote(&bytes, &up) {
         Ok(a) => a,
         Err(r) => return http::upgrade_refusal(&r),
     };
@@ -105,7 +105,7 @@ pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker:
 
 /// One claim.
 pub async fn claim(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    if let Err(problems) = &cfg.upgrade {
+    if let Err(problems) = &config::upgrade(env) {
         return Ok(not_configured(problems));
     }
     let now_ms = clock::request_now_ms(req, cfg.test_clock);

@@ -327,8 +327,7 @@ impl AgentDO {
     /// Quotes an upgrade: bounded open invoices per agent, a tag unique among
     /// open invoices at the price, the invoice stored before it is shown.
     async fn quote(&self, call: QuoteCall) -> worker::Result<Response> {
-        let cfg = Config::from_env(&self.env);
-        let Ok(up) = &cfg.upgrade else {
+        let Ok(up) = &config::upgrade(&self.env) else {
             return Ok(http::upgrades_not_configured());
         };
         let agent = AgentId::parse(&call.agent_id).ok_or("quote: bad agent id")?;
@@ -404,7 +403,7 @@ impl AgentDO {
     /// KV record change in one atomic commit.
     async fn claim(&self, call: ClaimCall) -> worker::Result<Response> {
         let cfg = Config::from_env(&self.env);
-        let Ok(up) = &cfg.upgrade else {
+        let Ok(up) = &config::upgrade(&self.env) else {
             return Ok(http::upgrades_not_configured());
         };
         let agent = AgentId::parse(&call.agent_id).ok_or("claim: bad agent id")?;
