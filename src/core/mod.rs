@@ -21,6 +21,7 @@
 //! | clock formatting                          | [`time`]    |
 //! | the USDC upgrade: invoices, claims, payment checks | [`upgrade`] |
 //! | every public URL, route and method        | [`urls`]    |
+//! | MCP tools: catalogue, arguments, patches  | [`mcp`]     |
 //! | rehydration prompt rendering              | [`render`]  |
 
 #![warn(missing_docs)]
@@ -32,6 +33,7 @@ pub mod history;
 pub mod jcs;
 pub mod json;
 pub mod limits;
+pub mod mcp;
 pub mod mirror;
 pub mod model;
 pub mod quota;

@@ -1,0 +1,17 @@
+//! MCP (Model Context Protocol) tools, both doors: what every tool is
+//! called, takes and does to a capsule. No transport here: `selfcap mcp`
+//! serves these over stdio with the `rmcp` SDK, the Worker over
+//! `POST /mcp`.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`tools`] | the catalogue: names, titles, descriptions, input schemas, which door lists what |
+//! | [`args`] | a call's arguments as typed values ([`args::Call`]), bad ones as [`args::ArgError`] |
+//! | [`patch`] | `self_write`'s defaults and `self_checkpoint`'s patches |
+
+pub mod args;
+pub mod patch;
+pub mod tools;
+
+pub use args::{ArgError, Call, CheckpointArgs, UpgradeAction};
+pub use tools::{Door, Tool};

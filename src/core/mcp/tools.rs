@@ -1,0 +1,342 @@
+//! The tool catalogue: every MCP tool's name, description and input schema,
+//! for both doors. `selfcap mcp` (local, holds the key) and `POST /mcp` (the
+//! Worker, holds no key) list their tools from here, so a tool means the same
+//! thing wherever an agent meets it.
+//!
+//! The names and argument names are the public `@diffdelta/mcp-server`'s, so
+//! an agent configured for it keeps working when only the command changes.
+//! Descriptions are short on purpose: a client puts every one of them into
+//! the model's context on every turn.
+
+use serde_json::{json, Value};
+
+/// Which server lists a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    /// `selfcap mcp` over stdio: has the agent's key and state directory.
+    Local,
+    /// `POST /mcp` in the Worker: read-only plus submitting signed envelopes.
+    Remote,
+}
+
+/// Every tool either door offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// Create or load the identity and register with the service.
+    Bootstrap,
+    /// Local-first recovery of the agent's own capsule.
+    Rehydrate,
+    /// Read a capsule.
+    Read,
+    /// Sign and publish a whole capsule.
+    Write,
+    /// Read a head (has it changed?).
+    Subscribe,
+    /// Read retained versions.
+    History,
+    /// Patch, sign and publish in one call.
+    Checkpoint,
+    /// Verify a sealed history chain.
+    Verify,
+    /// Quote, status or payment of the paid tier.
+    Upgrade,
+    /// Submit an envelope signed elsewhere (remote only).
+    Submit,
+}
+
+impl Tool {
+    /// Every tool, in the order `tools/list` shows them.
+    pub const ALL: [Tool; 10] = [
+        Tool::Bootstrap,
+        Tool::Rehydrate,
+        Tool::Read,
+        Tool::Write,
+        Tool::Subscribe,
+        Tool::History,
+        Tool::Checkpoint,
+        Tool::Verify,
+        Tool::Upgrade,
+        Tool::Submit,
+    ];
+
+    /// The wire name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Tool::Bootstrap => "self_bootstrap",
+            Tool::Rehydrate => "self_rehydrate",
+            Tool::Read => "self_read",
+            Tool::Write => "self_write",
+            Tool::Subscribe => "self_subscribe",
+            Tool::History => "self_history",
+            Tool::Checkpoint => "self_checkpoint",
+            Tool::Verify => "self_verify",
+            Tool::Upgrade => "self_upgrade",
+            Tool::Submit => "self_submit",
+        }
+    }
+
+    /// The tool a name stands for at `door` (`None`: not offered there).
+    pub fn at(door: Door, name: &str) -> Option<Tool> {
+        Tool::ALL
+            .into_iter()
+            .find(|t| t.name() == name && t.offered(door))
+    }
+
+    /// Whether `door` offers this tool. The Worker never holds an agent's
+    /// key, so it offers nothing that signs; the local server signs itself
+    /// and has no use for `self_submit`.
+    pub const fn offered(self, door: Door) -> bool {
+        match door {
+            Door::Local => !matches!(self, Tool::Submit),
+            Door::Remote => matches!(
+                self,
+                Tool::Read | Tool::Subscribe | Tool::History | Tool::Verify | Tool::Submit
+            ),
+        }
+    }
+
+    /// The tools `door` lists, in order.
+    pub fn listed(door: Door) -> impl Iterator<Item = Tool> {
+        Tool::ALL.into_iter().filter(move |t| t.offered(door))
+    }
+
+    /// Whether the tool changes nothing anywhere (an MCP annotation hint).
+    pub const fn read_only(self) -> bool {
+        matches!(
+            self,
+            Tool::Read | Tool::Subscribe | Tool::History | Tool::Verify | Tool::Rehydrate
+        )
+    }
+
+    /// A short human title (the MCP `title`).
+    pub const fn title(self) -> &'static str {
+        match self {
+            Tool::Bootstrap => "Create or load this agent's identity",
+            Tool::Rehydrate => "Recover this agent's state after a restart",
+            Tool::Read => "Read a capsule",
+            Tool::Write => "Sign and publish a capsule",
+            Tool::Subscribe => "Has a capsule changed?",
+            Tool::History => "Retained capsule versions",
+            Tool::Checkpoint => "Save progress now (patch and publish)",
+            Tool::Verify => "Verify a sealed history",
+            Tool::Upgrade => "Paid tier: status, quote, pay",
+            Tool::Submit => "Submit a signed capsule envelope",
+        }
+    }
+
+    /// What the model reads to decide when to call the tool.
+    pub fn description(self, door: Door) -> &'static str {
+        match (self, door) {
+            (Tool::Bootstrap, _) => {
+                "Create this agent's Ed25519 identity (agent_id = sha256 of the public key) \
+                 and register it with the service; idempotent: later calls return the same \
+                 identity. Imports ~/.diffdelta/identity.json when no identity exists yet, \
+                 keeping its agent_id. The key never leaves this machine. Call once at first \
+                 start."
+            }
+            (Tool::Rehydrate, _) => {
+                "The recommended first call after a restart or context compaction: returns \
+                 this agent's newest state, from the local copy or the service, whichever \
+                 is newer (unpublished local work wins and is flagged). Works offline."
+            }
+            (Tool::Read, Door::Local) => {
+                "Read a capsule: your own (omit agent_id) or another agent's. For 'has it \
+                 changed?' use self_subscribe, which is much cheaper."
+            }
+            (Tool::Read, Door::Remote) => {
+                "Read an agent's current capsule with its cursor. For 'has it changed?' use \
+                 self_subscribe, which is much cheaper."
+            }
+            (Tool::Write, _) => {
+                "Replace your capsule (objectives, constraints, capabilities, pointers, \
+                 self_motto) with the object given: saved locally first, then signed and \
+                 published. Rejections name reason codes; the capsule stays saved locally \
+                 and the next self_write or self_checkpoint can publish it. Write when goals \
+                 or progress change, not every turn: writes are quota-limited."
+            }
+            (Tool::Subscribe, _) => {
+                "Cheap change check: an agent's ~200-byte head (cursor, seq, writes left). \
+                 Pass the etag from the last call: 'changed_since_etag: false' means nothing \
+                 moved, do nothing."
+            }
+            (Tool::History, _) => {
+                "Retained versions of a capsule, newest first (seq, cursor, time). Pass \
+                 since_cursor to get only newer versions."
+            }
+            (Tool::Checkpoint, _) => {
+                "Save progress before context is compacted, in one call: patch objective \
+                 status/checkpoint, add receipts, set the motto, then sign and publish. \
+                 Never loses work: if publishing fails the patched capsule stays saved \
+                 locally with the reason and the next call publishes it."
+            }
+            (Tool::Verify, Door::Local) => {
+                "Verify an agent's sealed history (yours if agent_id is omitted) on this \
+                 machine: every link, seal and signature, against the service's published \
+                 keys. Returns valid plus each check's result."
+            }
+            (Tool::Verify, Door::Remote) => {
+                "The service's own verification of an agent's sealed history: every link, \
+                 seal and signature. For an independent result, verify the export offline \
+                 (selfcap verify)."
+            }
+            (Tool::Upgrade, _) => {
+                "The paid tier: action 'status' (current tier), 'quote' (price and payment \
+                 details for a plan), or 'pay' (quote, pay in USDC and claim; only when an \
+                 EVM key is configured for this server)."
+            }
+            (Tool::Submit, _) => {
+                "Submit a capsule envelope already signed by the agent's key (the PUT body: \
+                 agent_id, seq, signature_alg, signature, capsule). Returns the same \
+                 accepted or rejected body as PUT /self/{agent_id}/capsule.json."
+            }
+        }
+    }
+
+    /// The JSON Schema of the arguments at `door`.
+    pub fn input_schema(self, door: Door) -> Value {
+        let agent = |what: &str| json!({ "type": "string", "pattern": AGENT_ID_PATTERN, "description": what });
+        // The Worker has no "own" agent: there the agent id is required.
+        let own_or = |what: &str, props: Value| -> Value {
+            let mut props = props;
+            props["agent_id"] = agent(what);
+            let required: Vec<&str> = if door == Door::Remote {
+                vec!["agent_id"]
+            } else {
+                vec![]
+            };
+            json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
+        };
+        match self {
+            Tool::Bootstrap | Tool::Rehydrate => {
+                json!({ "type": "object", "properties": {}, "additionalProperties": false })
+            }
+            Tool::Read => own_or("Agent id (64 lowercase hex). Omit for your own.", json!({})),
+            Tool::Verify => own_or("Agent id (64 lowercase hex). Omit for your own.", json!({})),
+            Tool::Subscribe => own_or(
+                "Agent id (64 lowercase hex) whose head to check. Omit for your own.",
+                json!({ "etag": { "type": "string", "maxLength": 80,
+                    "description": "The etag from your last self_subscribe of this agent." } }),
+            ),
+            Tool::History => own_or(
+                "Agent id (64 lowercase hex). Omit for your own.",
+                json!({
+                    "since_cursor": { "type": "string", "maxLength": 80,
+                        "description": "Only versions newer than this cursor (sha256:<hex>)." },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 100,
+                        "description": "At most this many versions, newest first." }
+                }),
+            ),
+            Tool::Write => json!({
+                "type": "object",
+                "properties": { "capsule": { "type": "object",
+                    "description": "The whole capsule (schema self_capsule_v0): policy, and \
+                        optionally constraints, objectives, capabilities, pointers, self_motto, \
+                        watch. agent_id and schema_version are filled in when missing." } },
+                "required": ["capsule"],
+                "additionalProperties": false
+            }),
+            Tool::Checkpoint => json!({
+                "type": "object",
+                "properties": {
+                    "objective_updates": { "type": "array", "maxItems": 8, "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": { "type": "string", "description": "An existing objective's id." },
+                            "status": { "enum": ["open", "in_progress", "blocked", "done", "cancelled"] },
+                            "checkpoint": { "type": "string", "maxLength": 200,
+                                "description": "Where the work stands now." }
+                        },
+                        "required": ["id"]
+                    } },
+                    "receipts": { "type": "array", "maxItems": 5, "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": { "type": "string", "maxLength": 32 },
+                            "content_hash": { "type": "string", "pattern": "^sha256:[0-9a-f]{64}$" },
+                            "evidence_url": { "type": "string", "maxLength": 200 },
+                            "rationale": { "type": "string", "maxLength": 200,
+                                "description": "Accepted for compatibility; not stored (the capsule has no field for it)." },
+                            "tags": { "type": "array", "items": { "type": "string", "maxLength": 32 }, "maxItems": 10,
+                                "description": "Accepted for compatibility; not stored." }
+                        },
+                        "required": ["name", "content_hash"]
+                    }, "description": "Receipts to add; the capsule keeps the newest 5." },
+                    "motto": { "type": "string", "maxLength": 160, "description": "New self_motto." },
+                    "force": { "type": "boolean", "description": "Publish even when nothing changed." }
+                },
+                "additionalProperties": false
+            }),
+            Tool::Upgrade => json!({
+                "type": "object",
+                "properties": {
+                    "action": { "enum": ["status", "quote", "pay"], "default": "status" },
+                    "plan": { "enum": ["pro", "plus"], "description": "Needed for quote and pay." }
+                },
+                "additionalProperties": false
+            }),
+            Tool::Submit => json!({
+                "type": "object",
+                "properties": { "envelope": { "type": "object",
+                    "description": "The signed PUT body: agent_id, seq, signature_alg, signature, capsule." } },
+                "required": ["envelope"],
+                "additionalProperties": false
+            }),
+        }
+    }
+}
+
+/// An agent id as a JSON Schema pattern.
+pub const AGENT_ID_PATTERN: &str = "^[0-9a-f]{64}$";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_servers_tools_are_all_local_and_named_alike() {
+        // The public @diffdelta/mcp-server's seven self_* tools.
+        for name in [
+            "self_bootstrap",
+            "self_rehydrate",
+            "self_read",
+            "self_write",
+            "self_subscribe",
+            "self_history",
+            "self_checkpoint",
+        ] {
+            assert!(Tool::at(Door::Local, name).is_some(), "{name}");
+        }
+        assert!(Tool::at(Door::Local, "self_submit").is_none());
+    }
+
+    #[test]
+    fn the_remote_door_never_offers_a_tool_that_needs_the_key() {
+        let remote: Vec<&str> = Tool::listed(Door::Remote).map(Tool::name).collect();
+        assert_eq!(
+            remote,
+            [
+                "self_read",
+                "self_subscribe",
+                "self_history",
+                "self_verify",
+                "self_submit"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_schema_is_an_object_schema_and_remote_reads_need_an_agent() {
+        for door in [Door::Local, Door::Remote] {
+            for t in Tool::listed(door) {
+                let s = t.input_schema(door);
+                assert_eq!(s["type"], "object", "{}", t.name());
+                assert!(s["properties"].is_object(), "{}", t.name());
+                assert!(!t.description(door).is_empty());
+            }
+        }
+        let remote_read = Tool::Read.input_schema(Door::Remote);
+        assert_eq!(remote_read["required"], json!(["agent_id"]));
+        let local_read = Tool::Read.input_schema(Door::Local);
+        assert_eq!(local_read["required"], json!([]));
+    }
+}
