@@ -8,10 +8,13 @@
 //! | [`tools`] | the catalogue: names, titles, descriptions, input schemas, which door lists what |
 //! | [`args`] | a call's arguments as typed values ([`args::Call`]), bad ones as [`args::ArgError`] |
 //! | [`patch`] | `self_write`'s defaults and `self_checkpoint`'s patches |
+//! | [`results`] | every answer's shape, for both doors ([`results::Answer`]) |
 
 pub mod args;
 pub mod patch;
+pub mod results;
 pub mod tools;
 
 pub use args::{ArgError, Call, CheckpointArgs, UpgradeAction};
+pub use results::Answer;
 pub use tools::{Door, Tool};
