@@ -22,12 +22,16 @@
 //! | [`http`] | the transport seam ([`http::Transport`]; [`http::UreqTransport`]) |
 //! | [`wire`] | the service's response bodies |
 //! | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
+//! | [`mcp`] | the local MCP tools' work (`selfcap mcp`): each tool over the state directory, local first ([`mcp::ToolHost`]) |
+//! | [`import`] | importing the public MCP server's identity file (`~/.diffdelta/identity.json`) |
 //! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
 
 pub mod backoff;
 pub mod error;
 mod exchange;
 pub mod http;
+pub mod import;
+pub mod mcp;
 mod reads;
 mod rehydrate;
 pub mod resolve;
@@ -49,7 +53,9 @@ pub use resolve::{resolve, Resolution, Side, Version};
 pub use state::{Location, StateDir};
 pub use verify::{keyring_of, verify_bundle, KeyringError};
 pub use wire::{Accepted, Bootstrap, Head, Rejected};
-pub use writes::{next_seq, precheck, template, PublishOutcome, PutOptions, PutResult, Status};
+pub use writes::{
+    minimal, next_seq, precheck, template, PublishOutcome, PutOptions, PutResult, Status,
+};
 
 use crate::core::crypto::{AgentId, AgentKey};
 use http::{Transport, UreqTransport};

@@ -10,6 +10,8 @@
 //!     published.json     the last accepted write: {"seq", "cursor", "capsule", "recorded_at"}
 //!     head.json          the last head seen and its ETag: {"etag", "head"}
 //!     signed.json        the last envelope signed: {"seq", "cursor"} (written before sending)
+//!     pending.json       why capsule.json is not published yet (`selfcap mcp`: the last failed
+//!                        write's reason codes and retry time); gone once a write is accepted
 //! ```
 //!
 //! The desired capsule is **dirty** when its cursor (SHA-256 of its RFC 8785
@@ -40,6 +42,7 @@ pub const DESIRED_FILE: &str = "capsule.json";
 pub const PUBLISHED_FILE: &str = "published.json";
 pub const HEAD_FILE: &str = "head.json";
 pub const SIGNED_FILE: &str = "signed.json";
+pub const PENDING_FILE: &str = "pending.json";
 
 /// Where the service lives for this identity (from `bootstrap`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +79,24 @@ pub struct Signed {
     pub seq: u64,
     /// The cursor of the capsule it carried.
     pub cursor: String,
+}
+
+/// Why the desired capsule is not published yet: the last failed attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The cursor of the capsule that failed.
+    pub cursor: String,
+    /// When it failed (RFC 3339).
+    pub at: String,
+    /// `write_rejected` (with `reason_codes`) or `service_unavailable`.
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reason_codes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// For a back-off rejection: when a write is allowed again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_write_at: Option<String>,
 }
 
 /// How to find the state directory: an explicit directory wins; otherwise
@@ -318,6 +339,23 @@ impl StateDir {
                 cursor: cursor.to_string(),
             },
         )
+    }
+
+    pub fn pending(&self) -> Result<Option<Pending>, Error> {
+        self.read_json(PENDING_FILE)
+    }
+
+    pub fn save_pending(&self, p: &Pending) -> Result<(), Error> {
+        self.write_json(PENDING_FILE, p)
+    }
+
+    /// Forgets the last failure (after an accepted write).
+    pub fn clear_pending(&self) -> Result<(), Error> {
+        let path = self.file(PENDING_FILE);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(io_err("cannot remove", &path, e)),
+            _ => Ok(()),
+        }
     }
 
     fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {

@@ -378,6 +378,15 @@ pub fn template(agent: &AgentId) -> Json {
     json::parse_str(&text).expect("the template is valid JSON")
 }
 
+/// The smallest valid capsule for `agent`: the policy alone (what
+/// `self_checkpoint` starts from when nothing was ever published).
+pub fn minimal(agent: &AgentId) -> Json {
+    let text = format!(
+        r#"{{"schema_version":"self_capsule_v0","agent_id":"{agent}","policy":{{"policy_version":"v0","rehydrate_mode":"strict","deny_external_instructions":true,"deny_tool_instructions_in_text":true,"memory_budget":{{"max_rehydrate_tokens":900,"max_objectives":8}}}}}}"#
+    );
+    json::parse_str(&text).expect("the minimal capsule is valid JSON")
+}
+
 /// The accepted-write body a head stands for, when the PUT's own answer was
 /// lost and head.json shows that the write arrived.
 fn accepted_from_head(head: Head, head_url: String) -> Accepted {

@@ -3,7 +3,8 @@
 
 use crate::cli::{client, location, Global, JsonOut};
 use crate::print::{emit, print_json};
-use self_capsule::client::{state, Client, Error};
+use self_capsule::client::{import, state, Client, Error};
+use std::path::PathBuf;
 
 /// `keygen`: a new identity in the directory the options select.
 pub(crate) fn keygen(g: &Global, out: JsonOut) -> Result<(), Error> {
@@ -18,6 +19,31 @@ pub(crate) fn keygen(g: &Global, out: JsonOut) -> Result<(), Error> {
     } else {
         print_id(&v);
         eprintln!("selfcap: next: selfcap bootstrap --url URL");
+    }
+    Ok(())
+}
+
+/// `import-identity [FILE]`: the public MCP server's identity, as a new
+/// identity here with the same agent id.
+pub(crate) fn import(g: &Global, file: Option<PathBuf>, out: JsonOut) -> Result<(), Error> {
+    let file = file
+        .or_else(import::default_identity_file)
+        .ok_or_else(|| Error::Local("no home directory: pass the identity file".into()))?;
+    let (dir, key) = import::import_identity(&location(g), &file)?;
+    let v = serde_json::json!({
+        "agent_id": key.agent_id().as_str(),
+        "public_key": key.public_key().to_hex(),
+        "state_dir": dir.path().display().to_string(),
+        "imported_from": file.display().to_string(),
+    });
+    if out.json {
+        print_json(&v);
+    } else {
+        print_id(&v);
+        eprintln!(
+            "selfcap: imported from {}; next: selfcap bootstrap --url URL",
+            file.display()
+        );
     }
     Ok(())
 }

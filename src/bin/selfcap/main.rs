@@ -10,6 +10,7 @@
 //! - `read`: head, get, rehydrate (the current capsule)
 //! - `history`: history, export, verify (the sealed history)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
+//! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
 //! - `print`: stdout and stderr, error reports and exit codes
 //!
 //! What a command prints and how it exits is a contract (scripts and
@@ -34,6 +35,8 @@ mod history;
 #[cfg(not(target_arch = "wasm32"))]
 mod identity;
 #[cfg(not(target_arch = "wasm32"))]
+mod mcp;
+#[cfg(not(target_arch = "wasm32"))]
 mod print;
 #[cfg(not(target_arch = "wasm32"))]
 mod publish;
@@ -44,7 +47,7 @@ mod upgrade;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
-    use super::{canon, history, identity, print, publish, read, upgrade};
+    use super::{canon, history, identity, mcp, print, publish, read, upgrade};
     use clap::{Args, Parser, Subcommand, ValueEnum};
     use self_capsule::client::http::UreqTransport;
     use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location};
@@ -170,6 +173,14 @@ State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/
     enum Command {
         /// Create a new Ed25519 identity (key file mode 0600; the key is never printed).
         Keygen {
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Import the identity of the public MCP server (@diffdelta/mcp-server),
+        /// keeping its agent_id.
+        ImportIdentity {
+            /// Its identity file [default: ~/.diffdelta/identity.json].
+            file: Option<PathBuf>,
             #[command(flatten)]
             out: JsonOut,
         },
@@ -318,6 +329,9 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
         /// Buy a paid plan with USDC: quote, pay on-chain, claim (never pays twice).
         #[command(after_help = upgrade::AFTER_HELP)]
         Upgrade(upgrade::UpgradeArgs),
+        /// Serve this identity's tools to an LLM agent over MCP (stdio).
+        #[command(after_help = mcp::AFTER_HELP)]
+        Mcp(mcp::McpArgs),
     }
 
     /// Runs the CLI; returns the exit code.
@@ -343,6 +357,7 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
         let g = &cli.global;
         match cli.command {
             Command::Keygen { out } => identity::keygen(g, out),
+            Command::ImportIdentity { file, out } => identity::import(g, file, out),
             Command::Id { out } => identity::id(g, out),
             Command::Bootstrap { out } => identity::bootstrap(g, out),
             Command::Canon { file } => canon::canon(file.as_ref()),
@@ -378,6 +393,7 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
                 out,
             } => history::verify(g, agent_id.as_deref(), export.as_ref(), keys.as_ref(), out),
             Command::Upgrade(args) => upgrade::run(g, args),
+            Command::Mcp(args) => mcp::run(g, args),
         }
     }
 

@@ -49,6 +49,16 @@ impl Client {
         self.claim_inner(&key, &mut r, &tx, deadline, poll, progress, keep)
     }
 
+    /// A checked quote for `plan` (an invoice the service now holds open);
+    /// nothing is recorded or paid. For paying elsewhere, then
+    /// [`Client::upgrade_claim`].
+    pub fn upgrade_quote(&self, plan: Tier) -> Result<Value, Error> {
+        let agent = self.agent_id()?;
+        let body = self.quote(&agent, plan)?;
+        super::quote::check_quote(&body, &agent, plan)?;
+        Ok(body)
+    }
+
     /// POST the quote.
     pub(super) fn quote(&self, agent: &AgentId, plan: Tier) -> Result<Value, Error> {
         let body = json!({"agent_id": agent.as_str(), "plan": plan.as_str()});

@@ -81,7 +81,7 @@ pub fn unchanged(agent: &str, etag: &str) -> Answer {
         "agent_id": agent,
         "changed_since_etag": false,
         "etag": etag,
-        "hint": "Nothing changed since your last check: do nothing.",
+        "hint": "Unchanged since that etag: do nothing.",
     }))
 }
 
@@ -232,6 +232,10 @@ pub fn rejected(status: u16, body: &Value, saved_locally: bool) -> Answer {
     }
     if let Some(f) = body["findings"].as_array().filter(|f| !f.is_empty()) {
         o["findings"] = Value::Array(f.iter().take(MAX_FAILURES_SHOWN).cloned().collect());
+    }
+    if body["local"] == true {
+        // The client's own pre-check refused it: nothing reached the service.
+        o["sent"] = false.into();
     }
     if saved_locally {
         o["saved_locally"] = true.into();
