@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "./harness.mjs";
+import { mcpSession } from "./mcp-helpers.mjs";
 import {
   startAnvil,
   placeTokenAt,
@@ -283,4 +284,48 @@ test("an RPC endpoint on another chain is refused before anything is paid", asyn
   assert.match(ok.stderr, new RegExp(`paying the open invoice ${quoted} recorded earlier`));
   assert.equal(a.record().claimed.invoice_id, quoted);
   assert.equal((await treasuryBalance()) - before, BigInt(a.record().invoice.amount_atomic));
+});
+
+test("self_upgrade over MCP: status and quote anywhere; pay only with an EVM key, once", async () => {
+  const a = await newAgent("mcp");
+  const env = { HOME: TMP, SELFCAP_STATE_DIR: a.dir, SELFCAP_URL: URL_ };
+  const before = await treasuryBalance();
+  let s = await mcpSession(BIN, env);
+  try {
+    let r = await s.call("self_upgrade");
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    assert.deepEqual([r.body.tier, r.body.can_pay], ["free", false]);
+    r = await s.call("self_upgrade", { action: "quote", plan: "pro" });
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    assert.match(r.body.invoice_id, /^inv_[0-9a-f]{32}$/);
+    assert.equal(r.body.plan, "pro");
+    assert.match(r.body.hint, /upgrade claim/);
+    r = await s.call("self_upgrade", { action: "pay", plan: "pro" });
+    assert.equal(r.isError, true);
+    assert.equal(r.body.error, "no_evm_key");
+    r = await s.call("self_upgrade", { action: "pay" });
+    assert.deepEqual([r.isError, r.body.field], [true, "plan"]);
+  } finally {
+    await s.close();
+  }
+  assert.equal(await treasuryBalance(), before, "nothing paid without a key");
+
+  s = await mcpSession(BIN, { ...env, SELFCAP_EVM_KEY: keyFile, SELFCAP_RPC_URL: chain.rpcUrl });
+  try {
+    let r = await s.call("self_upgrade", { action: "pay", plan: "pro" });
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    assert.deepEqual([r.body.credited, r.body.fresh, r.body.plan], [true, true, "pro"]);
+    const paid = BigInt(a.record().invoice.amount_atomic);
+    assert.equal((await treasuryBalance()) - before, paid, "paid exactly once");
+    assert.equal((await head(a.id)).tier, "pro");
+    r = await s.call("self_upgrade", { action: "pay", plan: "pro" });
+    assert.deepEqual([r.isError, r.body.fresh], [false, false], "a second pay call pays nothing");
+    r = await s.call("self_upgrade");
+    assert.equal(r.body.tier, "pro");
+    assert.match(r.body.paid_until, /^\d{4}-/);
+  } finally {
+    await s.close();
+  }
+  assert.equal((await treasuryBalance()) - before, BigInt(a.record().invoice.amount_atomic));
+  assert.ok(!s.stderr().toLowerCase().includes(PAYER_KEY.slice(2)), "key printed");
 });

@@ -12,9 +12,8 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSy
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { startWorker } from "./harness.mjs";
+import { mcpSession } from "./mcp-helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const BIN = process.env.SELFCAP_BIN ?? path.join(ROOT, "target", "debug", "selfcap");
@@ -40,32 +39,7 @@ after(async () => {
   rmSync(TMP, { recursive: true, force: true });
 });
 
-/** Starts `selfcap mcp` under a real MCP client. `env` never inherits SELFCAP_*. */
-async function session(env, args = ["mcp"]) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SELFCAP_") && k !== "DIFFDELTA_BASE_URL"));
-  const transport = new StdioClientTransport({
-    command: BIN,
-    args,
-    env: { ...clean, NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost", ...env },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr?.on("data", (d) => (stderr += d));
-  const client = new Client({ name: "self-capsule-e2e", version: "1.0.0" });
-  await client.connect(transport);
-  return {
-    client,
-    stderr: () => stderr,
-    /** tools/call; the text content parsed as JSON. */
-    async call(name, args = {}) {
-      const r = await client.callTool({ name, arguments: args });
-      assert.equal(r.content.length, 1, `${name}: one content block`);
-      assert.equal(r.content[0].type, "text");
-      return { isError: r.isError === true, body: JSON.parse(r.content[0].text), bytes: r.content[0].text.length };
-    },
-    close: () => client.close(),
-  };
-}
+const session = (env, args) => mcpSession(BIN, env, args);
 
 async function getJson(p) {
   const r = await fetch(URL_ + p);
