@@ -306,3 +306,42 @@ test("self_bootstrap imports the public server's ~/.diffdelta/identity.json and 
   assert.equal(served.body.self_motto, "Same key, new home");
   assert.equal(served.body.agent_id, agent);
 });
+
+test("the README's MCP configs (Claude Desktop, Claude Code, Cursor) are valid JSON and start a working server exactly as written", async () => {
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const configs = [...readme.matchAll(/<!-- mcp-config: ([a-z-]+) -->\n```json\n([\s\S]*?)\n```/g)].map((m) => ({
+    name: m[1],
+    doc: JSON.parse(m[2]),
+  }));
+  assert.deepEqual(configs.map((c) => c.name), ["claude-desktop", "claude-code", "cursor"]);
+  // Claude Code's command line: `claude mcp add NAME --env K=V -- COMMAND ARGS...`.
+  const line = readme.match(/`claude mcp add (\S+) --env (\w+)=(\S+) -- ([^`]+)`/);
+  assert.ok(line, "the claude mcp add line");
+  const [command, ...args] = line[4].split(" ");
+  configs.push({ name: "claude-code-cli", doc: { mcpServers: { [line[1]]: { command, args, env: { [line[2]]: line[3] } } } } });
+
+  // `selfcap` on PATH is the binary under test.
+  const bin = path.join(TMP, "bin");
+  mkdirSync(bin, { recursive: true });
+  copyFileSync(BIN, path.join(bin, "selfcap"));
+  chmodSync(path.join(bin, "selfcap"), 0o755);
+  for (const { name, doc } of configs) {
+    const servers = Object.entries(doc.mcpServers);
+    assert.equal(servers.length, 1, name);
+    const [, server] = servers[0];
+    assert.equal(server.command, "selfcap", name);
+    assert.deepEqual(server.args, ["mcp"], name);
+    assert.ok(server.type === undefined || server.type === "stdio", name);
+    assert.deepEqual(Object.keys(server.env), ["SELFCAP_URL"], name);
+    const home = mkdtempSync(path.join(TMP, `cfg-${name}-`));
+    const env = { ...server.env, SELFCAP_URL: URL_, HOME: home, PATH: `${bin}:${process.env.PATH}` };
+    const s = await mcpSession(server.command, env, server.args);
+    try {
+      const r = await s.call("self_bootstrap");
+      assert.equal(r.isError, false, `${name}: ${JSON.stringify(r.body)}`);
+      assert.deepEqual([r.body.status, r.body.registered, r.body.base_url], ["created", true, URL_], name);
+    } finally {
+      await s.close();
+    }
+  }
+});
