@@ -94,7 +94,10 @@ State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/
                   only when it differs (by cursor) from published.json
   published.json  the last accepted write (seq, cursor, capsule)
   head.json       the last head seen and its ETag
-  signed.json     the last envelope signed (a seq never signs two different capsules)";
+  signed.json     the last envelope signed (a seq never signs two different capsules)
+  pending.json    why capsule.json is not published yet (`selfcap mcp`'s failed writes)
+
+For LLM agents: `selfcap mcp` serves these tools over MCP (stdio); see its --help.";
 
     #[derive(Parser)]
     #[command(
