@@ -514,6 +514,9 @@ impl ToolHost {
                 let mut o = done.claimed;
                 o["credited"] = true.into();
                 o["fresh"] = done.fresh.into();
+                if !done.fresh {
+                    o["detail"] = "Credited on an earlier call; nothing was paid now. This server buys at most once: renewing or another plan is the operator's `selfcap upgrade --new`.".into();
+                }
                 Ok(Answer::ok(o))
             }
             (_, None) => Ok(results::error(
