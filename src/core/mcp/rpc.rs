@@ -12,9 +12,10 @@
 //! Versions: the handshake-era revisions the current SDKs speak
 //! ([`SUPPORTED_VERSIONS`]). `2026-07-28` (stateless MCP: no `initialize`,
 //! `server/discover`, version in every request's `_meta`) is not claimed:
-//! a request naming it (header or `_meta`) gets the 400 that revision
-//! defines for an unsupported version, with the versions we do speak, so a
-//! dual-era client falls back to `initialize`.
+//! a request naming it (header or `_meta`) gets a 400 whose error `data`
+//! has that revision's unsupported-version shape (`requested`,
+//! `supported`), so a dual-era client can fall back to `initialize`. The
+//! error code stays the long-standing `-32600`.
 
 use super::args::Call;
 use super::results::{self, Answer};
