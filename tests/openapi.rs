@@ -81,7 +81,12 @@ const POST_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ),
     ("/api/v1/self/upgrade/quote", QUOTE_STATUSES, QUOTE_CODES),
     ("/api/v1/self/upgrade/claim", CLAIM_STATUSES, CLAIM_CODES),
+    ("/mcp", MCP_STATUSES, MCP_CODES),
 ];
+/// `POST /mcp`: JSON-RPC answers; the reason codes are those of the
+/// refusals before a message is read (a tool's own failures are 200s).
+const MCP_STATUSES: &[u16] = &[200, 202, 400, 413, 503];
+const MCP_CODES: &[&str] = &["invalid_json", "payload_too_large", "service_unavailable"];
 const QUOTE_STATUSES: &[u16] = &[200, 400, 413, 429, 503];
 const QUOTE_CODES: &[&str] = &[
     "bad_upgrade_request",
@@ -353,7 +358,7 @@ fn check_operation(
             }
         }
         let has_body = resp.get("content").is_some();
-        let bodiless = *status == 204 || *status == 304 || what.starts_with("head ");
+        let bodiless = [202, 204, 304].contains(status) || what.starts_with("head ");
         assert_eq!(has_body, !bodiless, "{what} {status}: body presence");
     }
     assert_eq!(&codes, want_codes, "{what}: reason codes");
@@ -1044,4 +1049,40 @@ fn upgrade_bodies_from_the_core_validate() {
         T0 + 60_000,
     );
     assert_valid(&v("claimed"), &to_value(&body), "claim answer");
+}
+
+// ---------------------------------------------------------------- mcp
+
+#[test]
+fn the_mcp_operation_states_the_services_own_limits_and_headers() {
+    use self_capsule::core::mcp::rpc::{MAX_MESSAGE_BYTES, SUPPORTED_VERSIONS};
+    let doc = openapi();
+    let responses = &doc["components"]["responses"];
+    let cap = MAX_MESSAGE_BYTES.to_string();
+    assert!(
+        responses["McpTooLarge"]["description"]
+            .as_str()
+            .unwrap()
+            .contains(&cap),
+        "McpTooLarge names the cap {cap}"
+    );
+    assert_eq!(
+        responses["McpTooLarge"]["content"]["application/json"]["example"]["error"]["data"]
+            ["max_bytes"],
+        MAX_MESSAGE_BYTES
+    );
+    assert_eq!(
+        doc["components"]["headers"]["AccessControlAllowHeadersMcp"]["schema"]["const"],
+        urls::MCP_PREFLIGHT_HEADERS
+    );
+    assert_eq!(
+        doc["components"]["headers"]["AccessControlAllowHeaders"]["schema"]["const"],
+        urls::PREFLIGHT_HEADERS
+    );
+    let post = doc["paths"]["/mcp"]["post"]["description"]
+        .as_str()
+        .unwrap();
+    for v in SUPPORTED_VERSIONS {
+        assert!(post.contains(v), "/mcp names version {v}");
+    }
 }

@@ -24,13 +24,26 @@ pub const KEYS_PATH: &str = "/api/v1/self/keys";
 pub const QUOTE_PATH: &str = "/api/v1/self/upgrade/quote";
 /// Path of the upgrade claim.
 pub const CLAIM_PATH: &str = "/api/v1/self/upgrade/claim";
+/// Path of the remote MCP server (Streamable HTTP, one JSON-RPC message per
+/// POST; no GET stream, so GET is a 405 as the transport allows).
+pub const MCP_PATH: &str = "/mcp";
 
 /// `Allow` of the read-only documents.
 pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";
 /// `Allow` of capsule.json (the only writable document).
 pub const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
-/// `Allow` of the POST-only service routes (bootstrap, quote, claim).
+/// `Allow` of the POST-only service routes (bootstrap, quote, claim, MCP).
 pub const ALLOW_POST: &str = "POST, OPTIONS";
+
+/// Request headers a browser may send cross-origin to the documents and
+/// service routes.
+pub const PREFLIGHT_HEADERS: &str = "Content-Type, If-None-Match";
+/// Request headers an MCP client sends (browser clients need them allowed):
+/// the version header on every request, `Accept`, and what SDKs send even
+/// to a stateless server (`Mcp-Session-Id`, `Last-Event-ID`, `Authorization`
+/// for servers that use it; this one ignores all three).
+pub const MCP_PREFLIGHT_HEADERS: &str =
+    "Content-Type, Accept, Authorization, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID";
 
 /// The request methods the service tells apart. Anything else (`DELETE`,
 /// `PATCH`, WebDAV's `PROPFIND`, …) is [`Method::Other`], which no route
@@ -163,6 +176,8 @@ pub enum Route<'a> {
     Quote,
     /// `POST /api/v1/self/upgrade/claim`.
     Claim,
+    /// `POST /mcp`.
+    Mcp,
     /// Nothing lives here.
     NotFound,
 }
@@ -191,6 +206,8 @@ pub enum Action<'a> {
     Quote,
     /// `POST` an upgrade claim.
     Claim,
+    /// `POST` one MCP message.
+    Mcp,
     /// The service keyring (`head_only` for `HEAD`).
     Keys {
         /// `HEAD`: same headers, no body.
@@ -200,6 +217,8 @@ pub enum Action<'a> {
     Preflight {
         /// The route's `Allow` value.
         allow: &'static str,
+        /// The request headers it accepts cross-origin.
+        headers: &'static str,
     },
     /// 405 with this `Allow`.
     MethodNotAllowed {
@@ -229,6 +248,9 @@ impl<'a> Route<'a> {
         if path == CLAIM_PATH {
             return Route::Claim;
         }
+        if path == MCP_PATH {
+            return Route::Mcp;
+        }
         let Some(rest) = PREFIXES.iter().find_map(|p| path.strip_prefix(p)) else {
             return Route::NotFound;
         };
@@ -245,7 +267,7 @@ impl<'a> Route<'a> {
     pub fn allow(&self) -> Option<&'static str> {
         match self {
             Route::Agent { doc, .. } => Some(doc.allow()),
-            Route::Bootstrap | Route::Quote | Route::Claim => Some(ALLOW_POST),
+            Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp => Some(ALLOW_POST),
             Route::Keys => Some(ALLOW_READ),
             Route::NotFound => None,
         }
@@ -258,7 +280,12 @@ impl<'a> Route<'a> {
             return Action::NotFound;
         };
         if method == Method::Options {
-            return Action::Preflight { allow };
+            let headers = if self == Route::Mcp {
+                MCP_PREFLIGHT_HEADERS
+            } else {
+                PREFLIGHT_HEADERS
+            };
+            return Action::Preflight { allow, headers };
         }
         let head_only = method == Method::Head;
         let not_allowed = Action::MethodNotAllowed { allow };
@@ -267,8 +294,11 @@ impl<'a> Route<'a> {
             Route::Bootstrap if method == Method::Post => Action::Bootstrap,
             Route::Quote if method == Method::Post => Action::Quote,
             Route::Claim if method == Method::Post => Action::Claim,
+            Route::Mcp if method == Method::Post => Action::Mcp,
             Route::Keys if method.is_read() => Action::Keys { head_only },
-            Route::Bootstrap | Route::Quote | Route::Claim | Route::Keys => not_allowed,
+            Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp | Route::Keys => {
+                not_allowed
+            }
             Route::Agent { doc, raw_id } => {
                 let write = method == Method::Put && doc == Doc::Capsule;
                 if !method.is_read() && !write {
@@ -310,6 +340,7 @@ pub fn templates() -> Vec<(String, &'static str)> {
     out.push((KEYS_PATH.to_owned(), ALLOW_READ));
     out.push((QUOTE_PATH.to_owned(), ALLOW_POST));
     out.push((CLAIM_PATH.to_owned(), ALLOW_POST));
+    out.push((MCP_PATH.to_owned(), ALLOW_POST));
     out
 }
 

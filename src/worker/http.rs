@@ -190,17 +190,14 @@ pub fn unavailable_because(audience: Audience, detail: Option<&str>) -> Response
     resp
 }
 
-/// CORS preflight answer for a known resource.
-pub fn preflight(allow: &str) -> Response {
+/// CORS preflight answer for a known resource: its methods, and the request
+/// headers it takes cross-origin (`core::urls` decides which, per route).
+pub fn preflight(allow: &str, headers: &str) -> Response {
     let resp = respond(204, None, NO_STORE);
     let h = resp.headers();
     set(h, "Allow", allow);
     set(h, "Access-Control-Allow-Methods", allow);
-    set(
-        h,
-        "Access-Control-Allow-Headers",
-        "Content-Type, If-None-Match",
-    );
+    set(h, "Access-Control-Allow-Headers", headers);
     set(h, "Access-Control-Max-Age", "86400");
     resp
 }

@@ -2,7 +2,7 @@
 //! id); this file only calls the handler for it.
 
 use super::config::Config;
-use super::handlers::{bootstrap, history, keys, reads, upgrade, write};
+use super::handlers::{bootstrap, history, keys, mcp, reads, upgrade, write};
 use super::http::{self, Audience, CachedRead};
 use crate::core::reason::ReasonCode;
 use crate::core::urls::{Action, Doc, Method, Route};
@@ -24,11 +24,12 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
     Ok(match Route::parse(url.path()).dispatch(method) {
         Action::NotFound => http::error(ReasonCode::NotFound, audience, None),
         Action::BadAgentId => http::error(ReasonCode::BadAgentId, audience, None),
-        Action::Preflight { allow } => http::preflight(allow),
+        Action::Preflight { allow, headers } => http::preflight(allow, headers),
         Action::MethodNotAllowed { allow } => http::method_not_allowed(allow, audience),
         Action::Bootstrap => bootstrap::handle(&req, &url, cfg).await?,
         Action::Quote => upgrade::quote(&req, &url, env, cfg).await?,
         Action::Claim => upgrade::claim(&req, env, cfg).await?,
+        Action::Mcp => mcp::handle(&req, env, cfg).await?,
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(&req, head_only))?,
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?,
         Action::Read {

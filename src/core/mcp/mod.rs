@@ -9,10 +9,12 @@
 //! | [`args`] | a call's arguments as typed values ([`args::Call`]), bad ones as [`args::ArgError`] |
 //! | [`patch`] | `self_write`'s defaults and `self_checkpoint`'s patches |
 //! | [`results`] | every answer's shape, for both doors ([`results::Answer`]) |
+//! | [`rpc`] | the remote door's JSON-RPC / MCP messages: versions, `initialize`, `tools/*`, errors |
 
 pub mod args;
 pub mod patch;
 pub mod results;
+pub mod rpc;
 pub mod tools;
 
 pub use args::{ArgError, Call, CheckpointArgs, UpgradeAction};

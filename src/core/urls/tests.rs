@@ -114,7 +114,14 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
         ),
         (&head, Put, Action::MethodNotAllowed { allow: ALLOW_READ }),
         (&head, Other, Action::MethodNotAllowed { allow: ALLOW_READ }),
-        (&head, Options, Action::Preflight { allow: ALLOW_READ }),
+        (
+            &head,
+            Options,
+            Action::Preflight {
+                allow: ALLOW_READ,
+                headers: PREFLIGHT_HEADERS,
+            },
+        ),
         (
             &capsule,
             Put,
@@ -136,6 +143,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
             Options,
             Action::Preflight {
                 allow: ALLOW_CAPSULE,
+                headers: PREFLIGHT_HEADERS,
             },
         ),
         (
@@ -154,7 +162,10 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
         (
             "/api/v1/self/bootstrap",
             Options,
-            Action::Preflight { allow: ALLOW_POST },
+            Action::Preflight {
+                allow: ALLOW_POST,
+                headers: PREFLIGHT_HEADERS,
+            },
         ),
         ("/api/v1/self/keys", Head, Action::Keys { head_only: true }),
         ("/api/v1/self/upgrade/quote", Post, Action::Quote),
@@ -170,6 +181,28 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
             Put,
             Action::MethodNotAllowed { allow: ALLOW_READ },
         ),
+        ("/mcp", Post, Action::Mcp),
+        (
+            "/mcp",
+            Options,
+            Action::Preflight {
+                allow: ALLOW_POST,
+                headers: MCP_PREFLIGHT_HEADERS,
+            },
+        ),
+        // No server-initiated stream: GET (and everything else) is a 405.
+        ("/mcp", Get, Action::MethodNotAllowed { allow: ALLOW_POST }),
+        ("/mcp", Head, Action::MethodNotAllowed { allow: ALLOW_POST }),
+        ("/mcp", Put, Action::MethodNotAllowed { allow: ALLOW_POST }),
+        (
+            "/mcp",
+            Other,
+            Action::MethodNotAllowed { allow: ALLOW_POST },
+        ),
+        // One spelling only.
+        ("/mcp/", Post, Action::NotFound),
+        ("/api/v1/mcp", Post, Action::NotFound),
+        ("/MCP", Post, Action::NotFound),
         ("/nowhere", Options, Action::NotFound),
         ("/nowhere", Get, Action::NotFound),
     ];
@@ -181,7 +214,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 6 + 4);
+    assert_eq!(t.len(), 2 * 6 + 5);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();

@@ -6,7 +6,7 @@
 //! Export is assembled by the agent's Durable Object from its own storage;
 //! its 304 is still decided from KV without waking the object.
 
-use super::{text_or_404, unreadable};
+use super::{text_or_404, unreadable, Miss};
 use crate::core::crypto::AgentId;
 use crate::core::history::{HistoryIndex, Query, QueryError};
 use crate::core::jcs::normalize_cursor;
@@ -19,6 +19,48 @@ use crate::worker::kv::Kv;
 use crate::worker::log;
 use worker::{Env, Response, Url};
 
+/// An agent's history index from KV: what history.json, verify.json and the
+/// MCP tools `self_history` and `self_verify` are all answered from.
+pub async fn index(kv: &Kv, agent: &AgentId) -> worker::Result<Result<HistoryIndex, Miss>> {
+    let raw = match text_or_404(kv, &history_kv_key(agent)).await? {
+        Ok(raw) => raw,
+        Err(miss) => return Ok(Err(miss)),
+    };
+    Ok(serde_json::from_str(&raw)
+        .map_err(|e| unreadable("kv_history_unreadable", agent, &e.to_string())))
+}
+
+/// The history.json body for a query (`Err` from [`Query::parse`] is
+/// refused here too, so both callers answer bad queries alike).
+pub async fn page(
+    kv: &Kv,
+    agent: &AgentId,
+    index: &HistoryIndex,
+    query: Result<Query, QueryError>,
+) -> worker::Result<Result<String, Miss>> {
+    let sel = match query.and_then(|q| index.select(&q)) {
+        Ok(s) => s,
+        Err(QueryError::Bad(why)) => {
+            return Ok(Err(Miss::Refused {
+                code: ReasonCode::BadQuery,
+                detail: Some(why),
+                history_url: None,
+            }))
+        }
+        Err(QueryError::CursorNotFound) => {
+            return Ok(Err(Miss::Refused {
+                code: ReasonCode::CursorNotFound,
+                detail: None,
+                history_url: Some(Doc::History.path(agent.as_str())),
+            }))
+        }
+    };
+    let Some(texts) = entries(kv, agent, &sel.sequences).await? else {
+        return Ok(Err(incomplete(agent)));
+    };
+    Ok(Ok(index.history_body(&sel, &texts)))
+}
+
 /// history.json, snapshot, verify.json or export.json (`doc` is one of them).
 pub async fn handle(
     url: &Url,
@@ -28,13 +70,9 @@ pub async fn handle(
     read: CachedRead,
 ) -> worker::Result<Response> {
     let kv = Kv::of(env)?;
-    let raw = match text_or_404(&kv, &history_kv_key(agent)).await? {
-        Ok(raw) => raw,
-        Err(not_found) => return Ok(not_found),
-    };
-    let index: HistoryIndex = match serde_json::from_str(&raw) {
+    let index = match index(&kv, agent).await? {
         Ok(i) => i,
-        Err(e) => return Ok(unreadable("kv_history_unreadable", agent, &e.to_string())),
+        Err(miss) => return Ok(miss.response()),
     };
     // A snapshot's entity is that entry; every other document's is the chain.
     let head_hash = index.head.head_hash.as_str();
@@ -50,7 +88,7 @@ pub async fn handle(
             return Ok(not_modified);
         }
         let Some(mut texts) = entries(&kv, agent, &[item.sequence]).await? else {
-            return Ok(incomplete(agent));
+            return Ok(incomplete(agent).response());
         };
         return Ok(read.answer(texts.remove(0).into_bytes(), &item.hash));
     }
@@ -63,26 +101,12 @@ pub async fn handle(
             Some(e) => read.answer(e.body, &e.etag),
             None => http::error(ReasonCode::CapsuleNotFound, Audience::Read, None),
         }),
-        _ => {
-            let sel = match Query::parse(url.query_pairs()).and_then(|q| index.select(&q)) {
-                Ok(s) => s,
-                Err(QueryError::Bad(why)) => {
-                    return Ok(http::error(
-                        ReasonCode::BadQuery,
-                        Audience::Read,
-                        Some(&why),
-                    ))
-                }
-                Err(QueryError::CursorNotFound) => {
-                    return Ok(http::cursor_not_found(&Doc::History.path(agent.as_str())))
-                }
-            };
-            let Some(texts) = entries(&kv, agent, &sel.sequences).await? else {
-                return Ok(incomplete(agent));
-            };
-            let body = index.history_body(&sel, &texts);
-            Ok(read.answer(body.into_bytes(), head_hash))
-        }
+        _ => Ok(
+            match page(&kv, agent, &index, Query::parse(url.query_pairs())).await? {
+                Ok(body) => read.answer(body.into_bytes(), head_hash),
+                Err(miss) => miss.response(),
+            },
+        ),
     }
 }
 
@@ -98,7 +122,7 @@ async fn entries(
     kv.texts(&keys).await
 }
 
-fn incomplete(agent: &AgentId) -> Response {
+fn incomplete(agent: &AgentId) -> Miss {
     log::event("kv_history_incomplete", &[("agent_id", agent.as_str())]);
-    http::unavailable(Audience::Read)
+    Miss::Unavailable
 }

@@ -2,6 +2,10 @@
 //! buffering more than the cap, refuse unauthenticated garbage statelessly,
 //! and hand everything else to the agent's Durable Object, which makes every
 //! decision that depends on stored state.
+//!
+//! [`write`] is the write itself, shared with the MCP tool `self_submit`, so
+//! a submitted envelope meets the same cap, pre-check, per-address quota,
+//! rate limits and decision log as a PUT; [`handle`] is the PUT around it.
 
 use crate::core::crypto::AgentId;
 use crate::core::limits::MAX_BODY_BYTES;
@@ -9,7 +13,7 @@ use crate::core::quota::ip_bucket;
 use crate::core::write::{self, DecisionLog, Rejection};
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
-use crate::worker::do_wire::{self, WriteCall};
+use crate::worker::do_wire::{self, Relayed, WriteCall};
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::{clock, log};
 use worker::{Env, Request, Response};
@@ -18,19 +22,30 @@ use worker::{Env, Request, Response};
 /// KV mirror attempt so the alarm retry path can be observed.
 const TEST_FAIL_MIRROR_HEADER: &str = "x-selfcap-test-fail-mirror";
 
-/// One PUT.
-pub async fn handle(
-    req: Request,
+/// What became of a write.
+pub enum Written {
+    /// The agent's object decided (accepted or not): its answer, as is.
+    Decided(Relayed),
+    /// Refused in the Worker (cap, JSON, envelope, signature), logged.
+    Refused(Rejection),
+}
+
+/// One write of `body` (as read, capped at [`MAX_BODY_BYTES`]) to `agent`.
+/// `req` supplies the client address (the new-agent quota bucket) and the
+/// test hooks, exactly as for a PUT.
+pub async fn write(
+    req: &Request,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
-) -> worker::Result<Response> {
-    let now_ms = clock::request_now_ms(&req, cfg.test_clock);
+    body: Result<Vec<u8>, BodyError>,
+) -> worker::Result<Written> {
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let refuse = |rej: Rejection, bytes: u64| {
         log::line_str(&DecisionLog::rejected(agent.as_str(), &rej, bytes).to_line());
-        http::rejection(&rej)
+        Ok(Written::Refused(rej))
     };
-    let bytes = match body::read_capped(&req, MAX_BODY_BYTES).await {
+    let bytes = match body {
         Ok(b) => b,
         Err(BodyError::TooLarge { observed }) => {
             return refuse(Rejection::payload_too_large(observed), observed)
@@ -47,7 +62,8 @@ pub async fn handle(
     // Everything that passes goes to the DO, which repeats the cheap parse and
     // decides the rest with the real state, tier, seq and cooldown.
     if let Err(rej) = write::precheck(&bytes, agent) {
-        return refuse(rej, bytes.len() as u64);
+        let len = bytes.len() as u64;
+        return refuse(rej, len);
     }
 
     let connecting_ip = req.headers().get("CF-Connecting-IP")?;
@@ -58,10 +74,25 @@ pub async fn handle(
         fail_mirror: cfg.test_clock && req.headers().has(TEST_FAIL_MIRROR_HEADER)?,
         body: bytes,
     };
-    let relayed = do_wire::write(env, call).await?;
-    let out = http::respond(relayed.status, Some(relayed.body), NO_STORE);
-    if let Some(ra) = relayed.retry_after {
-        http::set(out.headers(), "Retry-After", &ra);
+    Ok(Written::Decided(do_wire::write(env, call).await?))
+}
+
+/// One PUT.
+pub async fn handle(
+    req: Request,
+    env: &Env,
+    cfg: &Config,
+    agent: &AgentId,
+) -> worker::Result<Response> {
+    let body = body::read_capped(&req, MAX_BODY_BYTES).await;
+    match write(&req, env, cfg, agent, body).await? {
+        Written::Refused(rej) => http::rejection(&rej),
+        Written::Decided(relayed) => {
+            let out = http::respond(relayed.status, Some(relayed.body), NO_STORE);
+            if let Some(ra) = relayed.retry_after {
+                http::set(out.headers(), "Retry-After", &ra);
+            }
+            Ok(out)
+        }
     }
-    Ok(out)
 }

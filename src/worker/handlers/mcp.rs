@@ -1,0 +1,205 @@
+//! `POST /mcp`: the remote MCP server, Worker half. `core::mcp::rpc` reads
+//! the message and decides the answer; a tool call runs here through the
+//! data halves of the read and write handlers (`reads::record`,
+//! `history::index` / `history::page`, `write::write`), so every tool means
+//! exactly what its HTTP route serves. Stateless: nothing is kept between
+//! POSTs and no session id is ever issued.
+//!
+//! Failures of a tool (no capsule, a bad cursor, a refused envelope, even
+//! an internal one) are tool errors the model can read (`isError`), with
+//! the service's reason code; only unreadable messages are JSON-RPC errors.
+
+use super::history;
+use super::reads::{self, Stored};
+use super::write::{self, Written};
+use super::Miss;
+use crate::core::conditional;
+use crate::core::crypto::AgentId;
+use crate::core::history::Query;
+use crate::core::mcp::results::{self, Answer};
+use crate::core::mcp::rpc::{self, Outcome, MAX_MESSAGE_BYTES, VERSION_HEADER};
+use crate::core::mcp::Call;
+use crate::core::reason::ReasonCode;
+use crate::worker::body::{self, BodyError};
+use crate::worker::config::Config;
+use crate::worker::http::{self, NO_STORE};
+use crate::worker::kv::Kv;
+use crate::worker::{clock, log};
+use serde_json::Value;
+use worker::{Env, Request, Response};
+
+/// One message.
+pub async fn handle(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
+    let outcome = match body::read_capped(req, MAX_MESSAGE_BYTES).await {
+        Ok(bytes) => rpc::handle(&bytes, req.headers().get(VERSION_HEADER)?.as_deref()),
+        Err(BodyError::TooLarge { observed }) => rpc::too_large(observed),
+        Err(BodyError::Read) => rpc::unreadable(),
+    };
+    match outcome {
+        Outcome::Accepted => Ok(http::respond(202, None, NO_STORE)),
+        Outcome::Reply { status, body } => http::json(status, &body, NO_STORE),
+        Outcome::Run { id, call } => {
+            let answer = match run(req, env, cfg, call).await {
+                Ok(a) => a,
+                // Storage or the agent's object failed: the model gets the
+                // 503's code and when to retry, not a transport error.
+                Err(e) => {
+                    log::event("mcp_tool_failed", &[("error", &e.to_string())]);
+                    unavailable()
+                }
+            };
+            http::json(200, &rpc::tool_response(&id, &answer), NO_STORE)
+        }
+    }
+}
+
+/// Runs one typed call. The remote door's arguments always name the agent
+/// (`Call::parse` requires it there), and offers none of the keyed tools.
+async fn run(req: &Request, env: &Env, cfg: &Config, call: Call) -> worker::Result<Answer> {
+    match call {
+        Call::Read { agent: Some(agent) } => read(env, &agent).await,
+        Call::Subscribe {
+            agent: Some(agent),
+            etag,
+        } => subscribe(req, env, cfg, &agent, etag.as_deref()).await,
+        Call::History {
+            agent: Some(agent),
+            since,
+            limit,
+        } => {
+            // history.json's `since` and `limit`, its default page size.
+            let mut query = Query {
+                since,
+                ..Query::default()
+            };
+            if let Some(l) = limit {
+                query.limit = l as usize;
+            }
+            history(env, &agent, query).await
+        }
+        Call::Verify { agent: Some(agent) } => verify(env, &agent).await,
+        Call::Submit { envelope } => {
+            let agent = match rpc::submit_target(&envelope) {
+                Ok(a) => a,
+                Err(refused) => return Ok(refused),
+            };
+            submit(req, env, cfg, &agent, serde_json::to_vec(&envelope)?).await
+        }
+        // Unreachable: `rpc` only hands out the remote door's tools.
+        _ => Err("mcp: a tool the remote door does not offer".into()),
+    }
+}
+
+/// `self_read`: what capsule.json serves, with its cursor.
+async fn read(env: &Env, agent: &AgentId) -> worker::Result<Answer> {
+    // Nothing is held: a read always wants the capsule.
+    let record = match reads::record(env, agent, |_| None).await? {
+        Ok(Stored::Current(r)) => r,
+        Ok(Stored::Held(answer)) => return Ok(answer),
+        Err(miss) => return Ok(missed(miss, agent)),
+    };
+    // capsule.json's bytes, so the capsule is exactly what the cursor hashes.
+    let capsule: Value = serde_json::from_str(&record.capsule_body())?;
+    Ok(results::read(agent.as_str(), &record.cursor, capsule, None))
+}
+
+/// `self_subscribe`: head.json, or "unchanged" when `etag` is still the
+/// head's ETag (matched as `If-None-Match` is, so a quoted ETag header, the
+/// bare hex or the cursor all work).
+async fn subscribe(
+    req: &Request,
+    env: &Env,
+    cfg: &Config,
+    agent: &AgentId,
+    etag: Option<&str>,
+) -> worker::Result<Answer> {
+    let held = |current: &str| {
+        etag.filter(|given| conditional::matches(given, current))
+            .map(|_| results::unchanged(agent.as_str(), current))
+    };
+    Ok(match reads::record(env, agent, held).await? {
+        Ok(Stored::Held(unchanged)) => unchanged,
+        Ok(Stored::Current(r)) => {
+            let now_ms = clock::request_now_ms(req, cfg.test_clock);
+            results::head(&r.head(now_ms, &cfg.tiers), r.etag(), None)
+        }
+        Err(miss) => missed(miss, agent),
+    })
+}
+
+/// `self_history`: the history.json page for `since` / `limit`, without
+/// the capsules.
+async fn history(env: &Env, agent: &AgentId, query: Query) -> worker::Result<Answer> {
+    let kv = Kv::of(env)?;
+    let index = match history::index(&kv, agent).await? {
+        Ok(i) => i,
+        Err(miss) => return Ok(missed(miss, agent)),
+    };
+    Ok(match history::page(&kv, agent, &index, Ok(query)).await? {
+        Ok(body) => results::history(&serde_json::from_str(&body)?, None),
+        Err(miss) => missed(miss, agent),
+    })
+}
+
+/// `self_verify`: the report verify.json serves.
+async fn verify(env: &Env, agent: &AgentId) -> worker::Result<Answer> {
+    Ok(match history::index(&Kv::of(env)?, agent).await? {
+        Ok(index) => results::verify(&index.report, "service"),
+        Err(miss) => missed(miss, agent),
+    })
+}
+
+/// `self_submit`: the PUT's write path; its accepted body as the result,
+/// its rejection (status and body) as a tool error.
+async fn submit(
+    req: &Request,
+    env: &Env,
+    cfg: &Config,
+    agent: &AgentId,
+    envelope: Vec<u8>,
+) -> worker::Result<Answer> {
+    Ok(
+        match write::write(req, env, cfg, agent, Ok(envelope)).await? {
+            Written::Refused(rej) => {
+                results::rejected(rej.status(), &serde_json::to_value(&rej)?, false)
+            }
+            Written::Decided(r) => {
+                let body: Value = serde_json::from_slice(&r.body)?;
+                if r.status == 200 {
+                    Answer::ok(body)
+                } else {
+                    results::rejected(r.status, &body, false)
+                }
+            }
+        },
+    )
+}
+
+/// A read that missed, as the tool error with the route's reason code.
+fn missed(miss: Miss, agent: &AgentId) -> Answer {
+    match miss {
+        Miss::Refused { code, detail, .. } => results::error(
+            code.as_str(),
+            detail.unwrap_or_else(|| match code {
+                ReasonCode::CapsuleNotFound => {
+                    format!("agent {} has published no capsule", agent.as_str())
+                }
+                ReasonCode::CursorNotFound => {
+                    "since_cursor is not in the retained history (pruned or never published)".into()
+                }
+                _ => code.as_str().into(),
+            }),
+            code.bot_action(),
+        ),
+        Miss::Unavailable => unavailable(),
+    }
+}
+
+fn unavailable() -> Answer {
+    let code = ReasonCode::Unavailable;
+    results::error(
+        code.as_str(),
+        "the service could not complete this call just now",
+        code.bot_action(),
+    )
+}
