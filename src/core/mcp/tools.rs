@@ -8,7 +8,7 @@
 //! Descriptions are short on purpose: a client puts every one of them into
 //! the model's context on every turn.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Which server lists a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,95 +192,46 @@ impl Tool {
         }
     }
 
-    /// The JSON Schema of the arguments at `door`.
+    /// The JSON Schema of the arguments at `door`: [`Tool::schema_text`],
+    /// with `agent_id` required at the remote door (the Worker has no "own"
+    /// agent to default to).
     pub fn input_schema(self, door: Door) -> Value {
-        let agent = |what: &str| json!({ "type": "string", "pattern": AGENT_ID_PATTERN, "description": what });
-        // The Worker has no "own" agent: there the agent id is required.
-        let own_or = |what: &str, props: Value| -> Value {
-            let mut props = props;
-            props["agent_id"] = agent(what);
-            let required: Vec<&str> = if door == Door::Remote {
-                vec!["agent_id"]
-            } else {
-                vec![]
-            };
-            json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
-        };
+        let mut schema: Value =
+            serde_json::from_str(self.schema_text()).expect("the schema texts are valid JSON");
+        if door == Door::Remote && schema["properties"].get("agent_id").is_some() {
+            schema["required"] = Value::from(vec!["agent_id"]);
+        }
+        schema
+    }
+
+    /// The arguments' JSON Schema as text (static text rather than built
+    /// values: it keeps the Worker's wasm small).
+    pub const fn schema_text(self) -> &'static str {
         match self {
             Tool::Bootstrap | Tool::Rehydrate => {
-                json!({ "type": "object", "properties": {}, "additionalProperties": false })
+                r#"{"type":"object","properties":{},"additionalProperties":false}"#
             }
-            Tool::Read => own_or("Agent id (64 lowercase hex). Omit for your own.", json!({})),
-            Tool::Verify => own_or("Agent id (64 lowercase hex). Omit for your own.", json!({})),
-            Tool::Subscribe => own_or(
-                "Agent id (64 lowercase hex) whose head to check. Omit for your own.",
-                json!({ "etag": { "type": "string", "maxLength": 80,
-                    "description": "The etag from your last self_subscribe of this agent." } }),
-            ),
-            Tool::History => own_or(
-                "Agent id (64 lowercase hex). Omit for your own.",
-                json!({
-                    "since_cursor": { "type": "string", "maxLength": 80,
-                        "description": "Only versions newer than this cursor (sha256:<hex>)." },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 100,
-                        "description": "At most this many versions, newest first." }
-                }),
-            ),
-            Tool::Write => json!({
-                "type": "object",
-                "properties": { "capsule": { "type": "object",
-                    "description": "The whole capsule (schema self_capsule_v0): policy, and \
-                        optionally constraints, objectives, capabilities, pointers, self_motto, \
-                        watch. agent_id and schema_version are filled in when missing." } },
-                "required": ["capsule"],
-                "additionalProperties": false
-            }),
-            Tool::Checkpoint => json!({
-                "type": "object",
-                "properties": {
-                    "objective_updates": { "type": "array", "maxItems": 8, "items": {
-                        "type": "object",
-                        "properties": {
-                            "id": { "type": "string", "description": "An existing objective's id." },
-                            "status": { "enum": ["open", "in_progress", "blocked", "done", "cancelled"] },
-                            "checkpoint": { "type": "string", "maxLength": 200,
-                                "description": "Where the work stands now." }
-                        },
-                        "required": ["id"]
-                    } },
-                    "receipts": { "type": "array", "maxItems": 5, "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": { "type": "string", "maxLength": 32 },
-                            "content_hash": { "type": "string", "pattern": "^sha256:[0-9a-f]{64}$" },
-                            "evidence_url": { "type": "string", "maxLength": 200 },
-                            "rationale": { "type": "string", "maxLength": 200,
-                                "description": "Accepted for compatibility; not stored (the capsule has no field for it)." },
-                            "tags": { "type": "array", "items": { "type": "string", "maxLength": 32 }, "maxItems": 10,
-                                "description": "Accepted for compatibility; not stored." }
-                        },
-                        "required": ["name", "content_hash"]
-                    }, "description": "Receipts to add; the capsule keeps the newest 5." },
-                    "motto": { "type": "string", "maxLength": 160, "description": "New self_motto." },
-                    "force": { "type": "boolean", "description": "Publish even when nothing changed." }
-                },
-                "additionalProperties": false
-            }),
-            Tool::Upgrade => json!({
-                "type": "object",
-                "properties": {
-                    "action": { "enum": ["status", "quote", "pay"], "default": "status" },
-                    "plan": { "enum": ["pro", "plus"], "description": "Needed for quote and pay." }
-                },
-                "additionalProperties": false
-            }),
-            Tool::Submit => json!({
-                "type": "object",
-                "properties": { "envelope": { "type": "object",
-                    "description": "The signed PUT body: agent_id, seq, signature_alg, signature, capsule." } },
-                "required": ["envelope"],
-                "additionalProperties": false
-            }),
+            Tool::Read | Tool::Verify => {
+                r#"{"type":"object","properties":{"agent_id":{"type":"string","pattern":"^[0-9a-f]{64}$","description":"Agent id (64 lowercase hex). Omit for your own."}},"required":[],"additionalProperties":false}"#
+            }
+            Tool::Subscribe => {
+                r#"{"type":"object","properties":{"agent_id":{"type":"string","pattern":"^[0-9a-f]{64}$","description":"Agent id (64 lowercase hex) whose head to check. Omit for your own."},"etag":{"type":"string","maxLength":80,"description":"The etag from your last self_subscribe of this agent."}},"required":[],"additionalProperties":false}"#
+            }
+            Tool::History => {
+                r#"{"type":"object","properties":{"agent_id":{"type":"string","pattern":"^[0-9a-f]{64}$","description":"Agent id (64 lowercase hex). Omit for your own."},"since_cursor":{"type":"string","maxLength":80,"description":"Only versions newer than this cursor (sha256:<hex>)."},"limit":{"type":"integer","minimum":1,"maximum":100,"description":"At most this many versions, newest first."}},"required":[],"additionalProperties":false}"#
+            }
+            Tool::Write => {
+                r#"{"type":"object","properties":{"capsule":{"type":"object","description":"The whole capsule (schema self_capsule_v0): policy, and optionally constraints, objectives, capabilities, pointers, self_motto, watch. agent_id and schema_version are filled in when missing."}},"required":["capsule"],"additionalProperties":false}"#
+            }
+            Tool::Checkpoint => {
+                r#"{"type":"object","properties":{"objective_updates":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"id":{"type":"string","description":"An existing objective's id."},"status":{"enum":["open","in_progress","blocked","done","cancelled"]},"checkpoint":{"type":"string","maxLength":200,"description":"Where the work stands now."}},"required":["id"]}},"receipts":{"type":"array","maxItems":5,"items":{"type":"object","properties":{"name":{"type":"string","maxLength":32},"content_hash":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$"},"evidence_url":{"type":"string","maxLength":200},"rationale":{"type":"string","maxLength":200,"description":"Accepted for compatibility; not stored (the capsule has no field for it)."},"tags":{"type":"array","items":{"type":"string","maxLength":32},"maxItems":10,"description":"Accepted for compatibility; not stored."}},"required":["name","content_hash"]},"description":"Receipts to add; the capsule keeps the newest 5."},"motto":{"type":"string","maxLength":160,"description":"New self_motto."},"force":{"type":"boolean","description":"Publish even when nothing changed."}},"additionalProperties":false}"#
+            }
+            Tool::Upgrade => {
+                r#"{"type":"object","properties":{"action":{"enum":["status","quote","pay"],"default":"status"},"plan":{"enum":["pro","plus"],"description":"Needed for quote and pay."}},"additionalProperties":false}"#
+            }
+            Tool::Submit => {
+                r#"{"type":"object","properties":{"envelope":{"type":"object","description":"The signed PUT body: agent_id, seq, signature_alg, signature, capsule."}},"required":["envelope"],"additionalProperties":false}"#
+            }
         }
     }
 }
@@ -291,6 +242,7 @@ pub const AGENT_ID_PATTERN: &str = "^[0-9a-f]{64}$";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_public_servers_tools_are_all_local_and_named_alike() {
@@ -336,6 +288,12 @@ mod tests {
         }
         let remote_read = Tool::Read.input_schema(Door::Remote);
         assert_eq!(remote_read["required"], json!(["agent_id"]));
+        for t in Tool::ALL {
+            let s = t.input_schema(Door::Local);
+            if let Some(a) = s["properties"].get("agent_id") {
+                assert_eq!(a["pattern"], AGENT_ID_PATTERN, "{}", t.name());
+            }
+        }
         let local_read = Tool::Read.input_schema(Door::Local);
         assert_eq!(local_read["required"], json!([]));
     }
