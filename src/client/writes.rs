@@ -401,6 +401,8 @@ fn accepted_from_head(head: Head, head_url: String) -> Accepted {
         ttl_sec: head.ttl_sec,
         capsule_url: head.capsule_url,
         head_url,
+        history_url: head.history_url,
+        verify_url: head.verify_url,
         writes: head.writes,
     }
 }

@@ -108,6 +108,13 @@ pub struct Head {
     pub ttl_sec: u64,
     /// Relative path of the capsule: `/self/{agent_id}/capsule.json`.
     pub capsule_url: String,
+    /// Relative path of the retained versions: `/self/{agent_id}/history.json`.
+    /// (`default`: a client still reads a head from a server without it.)
+    #[serde(default)]
+    pub history_url: String,
+    /// Relative path of the service's verification report: `/self/{agent_id}/verify.json`.
+    #[serde(default)]
+    pub verify_url: String,
     /// The write quota evaluated at read time against the rolling window
     /// and the tier in force then.
     pub writes: WritesView,
@@ -133,6 +140,8 @@ impl Record {
             generated_at: rfc3339(now_ms),
             ttl_sec: HEAD_TTL_SEC,
             capsule_url: Doc::Capsule.path(&self.agent_id),
+            history_url: Doc::History.path(&self.agent_id),
+            verify_url: Doc::Verify.path(&self.agent_id),
             writes: self
                 .writes
                 .window

@@ -36,8 +36,10 @@ pub const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
 pub const ALLOW_POST: &str = "POST, OPTIONS";
 
 /// Request headers a browser may send cross-origin to the documents and
-/// service routes.
-pub const PREFLIGHT_HEADERS: &str = "Content-Type, If-None-Match";
+/// service routes: also `X-Self-Agent-Id`, which the public deployment's
+/// browser clients send; it is allowed so their requests are not blocked,
+/// and ignored (it proves nothing: reads are authorised by signatures).
+pub const PREFLIGHT_HEADERS: &str = "Content-Type, If-None-Match, X-Self-Agent-Id";
 /// Request headers an MCP client sends (browser clients need them allowed):
 /// the version header on every request, `Accept`, and what SDKs send even
 /// to a stateless server (`Mcp-Session-Id`, `Last-Event-ID`, `Authorization`

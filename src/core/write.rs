@@ -498,6 +498,12 @@ pub struct AcceptedBody {
     pub capsule_url: String,
     /// Relative path of the head pointer: `/self/{agent_id}/head.json`.
     pub head_url: String,
+    /// Relative path of the retained versions: `/self/{agent_id}/history.json`.
+    #[serde(default)]
+    pub history_url: String,
+    /// Relative path of the verification report: `/self/{agent_id}/verify.json`.
+    #[serde(default)]
+    pub verify_url: String,
     /// The agent's write quota right after this write (rolling 24 h).
     pub writes: WritesView,
 }
@@ -538,6 +544,8 @@ impl AgentState {
             ttl_sec: HEAD_TTL_SEC,
             capsule_url: Doc::Capsule.path(c.agent_id.as_str()),
             head_url: Doc::Head.path(c.agent_id.as_str()),
+            history_url: Doc::History.path(c.agent_id.as_str()),
+            verify_url: Doc::Verify.path(c.agent_id.as_str()),
             writes: record.writes_view(now_ms),
         };
         (record, body)

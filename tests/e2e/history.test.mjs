@@ -527,3 +527,30 @@ test("a failed KV mirror is repaired for the history too", async () => {
   assert.deepEqual(h.versions.map((v) => v.sequence), [1, 0]);
   assert.equal(h.chain_head.head_hash, b.head.head_hash);
 });
+
+test("without limit, history.json holds every retained version (a client that ignores next misses none)", async () => {
+  // Its own Worker: retention 30, so 25 versions are all retained.
+  const big = await startWorker({
+    vars: { FREE_HISTORY_RETAINED: "30", FREE_WRITES_PER_24H: "30", FREE_NEW_AGENTS_PER_IP_24H: "100" },
+  });
+  try {
+    const a = newAgent();
+    const cursors = [];
+    for (let i = 1; i <= 25; i++) {
+      const r = await publish(big, a, i, exampleCapsule(a.agentId, { self_motto: `Version ${i}.` }), at(i));
+      assert.equal(r.status, 200, r.text);
+      cursors.push(r.json.cursor);
+    }
+    const all = await big.fetch(historyPath(a.agentId));
+    assert.equal(all.status, 200, all.text);
+    assert.equal(all.json.versions.length, 25);
+    assert.deepEqual(all.json.versions.map((v) => v.cursor), [...cursors].reverse());
+    assert.equal(all.json.next, null);
+    // An explicit smaller page still pages.
+    const page = await big.fetch(historyPath(a.agentId, "?limit=20"));
+    assert.equal(page.json.versions.length, 20);
+    assert.ok(page.json.next);
+  } finally {
+    await big.close();
+  }
+});

@@ -62,6 +62,8 @@ test("head.json has every field and the same ETag", async () => {
     generated_at: new Date(now).toISOString().replace(/\.\d{3}Z$/, "Z"),
     ttl_sec: 600,
     capsule_url: `/self/${agent.agentId}/capsule.json`,
+    history_url: `/self/${agent.agentId}/history.json`,
+    verify_url: `/self/${agent.agentId}/verify.json`,
     writes: {
       limit_24h: 5,
       used_24h: 1,

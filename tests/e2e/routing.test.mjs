@@ -135,6 +135,8 @@ test("CORS preflight on every route", async () => {
     assert.equal(r.headers.get("access-control-allow-methods"), allow);
     assert.match(r.headers.get("access-control-allow-headers"), /Content-Type/i);
     assert.match(r.headers.get("access-control-allow-headers"), /If-None-Match/i);
+    // The public deployment's browser clients send it; allowed, and ignored.
+    assert.match(r.headers.get("access-control-allow-headers"), /X-Self-Agent-Id/i);
     assert.equal(r.headers.get("access-control-max-age"), "86400");
   }
 });

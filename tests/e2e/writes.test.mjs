@@ -110,6 +110,8 @@ test("accept flow: cursor, prev_cursor, changed, seq and writes", async () => {
   assert.equal(body.changed, true);
   assert.equal(body.ttl_sec, 600);
   assert.equal(body.capsule_url, `/self/${a.agentId}/capsule.json`);
+  assert.equal(body.history_url, `/self/${a.agentId}/history.json`);
+  assert.equal(body.verify_url, `/self/${a.agentId}/verify.json`);
   assert.equal(body.head_url, `/self/${a.agentId}/head.json`);
   assert.match(body.generated_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   assert.deepEqual(

@@ -14,8 +14,11 @@ use crate::core::time::rfc3339;
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 
-/// history.json page size when `limit` is absent.
-pub const DEFAULT_LIMIT: usize = 20;
+/// history.json page size when `limit` is absent: the largest page, so a
+/// client that ignores `next` still sees every retained version on the free
+/// and pro tiers (at most 100 kept); only plus (1000 kept) pages. One KV bulk
+/// read fetches a whole page.
+pub const DEFAULT_LIMIT: usize = MAX_LIMIT;
 /// The largest `limit` history.json accepts (a page stays one bounded read).
 pub const MAX_LIMIT: usize = 100;
 
