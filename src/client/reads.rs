@@ -16,6 +16,8 @@ use crate::core::urls::{Doc, BOOTSTRAP_PATH};
 
 /// What `head` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// A short-lived return value, matched at once: boxing the head would only add noise.
+#[allow(clippy::large_enum_variant)]
 pub enum HeadOutcome {
     /// 304: the cursor is still the stored ETag's.
     Unchanged { etag: String },

@@ -38,6 +38,8 @@ pub struct PutOptions {
 
 /// What `publish` did.
 #[derive(Debug, Clone, PartialEq)]
+// A short-lived return value, matched at once: boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
 pub enum PublishOutcome {
     /// The desired capsule equals the last accepted one: nothing sent.
     Clean {
