@@ -13,6 +13,7 @@
 //! | keys, agent_id, signing, verification     | [`crypto`]  |
 //! | PUT envelope parsing and the write checks | [`write`]   |
 //! | quota windows and the retry cooldown      | [`quota`]   |
+//! | signed reads (RFC 9421): who is asking     | [`read_auth`] |
 //! | KV record and head.json                   | [`record`]  |
 //! | KV mirror order and retry backoff         | [`mirror`]  |
 //! | If-None-Match, 304, read caching headers  | [`conditional`] |
@@ -37,6 +38,7 @@ pub mod mcp;
 pub mod mirror;
 pub mod model;
 pub mod quota;
+pub mod read_auth;
 pub mod reason;
 pub mod record;
 pub mod render;

@@ -1,0 +1,220 @@
+//! Signed reads: who is asking, proven with an RFC 9421 HTTP Message
+//! Signature (Ed25519). A read of a non-public capsule needs one; this
+//! module checks the signature and the rules around it (which components it
+//! covers, `created` window, key binding), with no I/O. Whether the signer may
+//! read is [`crate::core::access`]'s question; whether the nonce is fresh is
+//! the Worker's (a strongly consistent store), with [`Reader::replay_until_s`]
+//! as how long to remember it.
+//!
+//! The RFC 9421 machinery (structured fields, the signature base, the
+//! Ed25519 check) is Cloudflare's `web-bot-auth`; the policy is ours:
+//!
+//! - covered components: at least `@method` and `@target-uri`; request header
+//!   fields may be covered too (their values are looked up); other derived
+//!   components are refused;
+//! - `created` required, at most [`MAX_AGE_S`] old and at most
+//!   [`MAX_SKEW_S`] in the future; `expires`, when present, in the future;
+//! - `keyid` required: the reader's agent id (64 lowercase hex);
+//! - `nonce` required, 8 to 128 characters, single use per `keyid` while
+//!   the signature could still be accepted;
+//! - `alg` absent or `ed25519`;
+//! - the key: the `Self-Public-Key` request header (64 hex), whose SHA-256
+//!   must be the `keyid` (the agent id is the hash of its key, so nothing
+//!   needs registering first).
+
+use crate::core::crypto::AgentId;
+use sha2::{Digest, Sha256};
+use std::fmt;
+use web_bot_auth::components::{CoveredComponent, DerivedComponent, HTTPField};
+use web_bot_auth::keyring::{Algorithm, KeyRing};
+use web_bot_auth::message_signatures::{MessageVerifier, SignedMessage};
+use web_bot_auth::ImplementationError;
+
+/// The oldest `created` accepted, in seconds before now.
+pub const MAX_AGE_S: u64 = 300;
+/// How far `created` may be ahead of the service's clock.
+pub const MAX_SKEW_S: u64 = 30;
+/// The request header that carries the reader's public key.
+pub const PUBLIC_KEY_HEADER: &str = "self-public-key";
+/// Nonce length bounds (characters).
+pub const NONCE_LEN: (usize, usize) = (8, 128);
+
+/// A request as far as a signed read needs it. The Worker fills it from the
+/// HTTP request; the target URI is the full URL as the service received it.
+pub struct SignedRead<'a> {
+    /// `GET`, `HEAD`, or `POST` (the remote MCP door).
+    pub method: &'a str,
+    /// The absolute request URL (`@target-uri`).
+    pub target_uri: &'a str,
+    /// A request header's value by lower-case name (`signature-input`,
+    /// `signature`, `self-public-key`, and any covered field).
+    pub header: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl SignedRead<'_> {
+    /// Whether the request carries a signature at all (an unsigned read is
+    /// not an error: it is an anonymous read).
+    pub fn is_signed(&self) -> bool {
+        (self.header)("signature-input").is_some() || (self.header)("signature").is_some()
+    }
+}
+
+/// A verified signer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reader {
+    /// The signer's agent id (`keyid`).
+    pub agent_id: AgentId,
+    /// The signature's nonce: refuse it if seen for this reader before
+    /// [`Reader::replay_until_s`].
+    pub nonce: String,
+    /// `created`, Unix seconds.
+    pub created_s: u64,
+    /// Until when this signature could be accepted again (Unix seconds): the
+    /// nonce must be remembered at least that long.
+    pub replay_until_s: u64,
+}
+
+/// Why a signed read is refused (each maps to a reason code in
+/// `core::reason`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadAuthError {
+    /// Not a usable signature: malformed headers, a missing parameter, an
+    /// unsupported component or algorithm, no or a wrong public key, or a
+    /// signature that does not verify. (`read_signature_invalid`)
+    Invalid(String),
+    /// `created` outside the window, or `expires` passed. (`read_signature_expired`)
+    Expired(String),
+}
+
+impl fmt::Display for ReadAuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadAuthError::Invalid(m) | ReadAuthError::Expired(m) => f.write_str(m),
+        }
+    }
+}
+
+fn invalid(m: impl Into<String>) -> ReadAuthError {
+    ReadAuthError::Invalid(m.into())
+}
+
+/// The adapter `web-bot-auth` reads the message through.
+struct Message<'a>(&'a SignedRead<'a>);
+
+impl SignedMessage for Message<'_> {
+    fn lookup_component(&self, c: &CoveredComponent) -> Vec<String> {
+        match c {
+            CoveredComponent::Derived(DerivedComponent::Method { req: false }) => {
+                vec![self.0.method.to_string()]
+            }
+            CoveredComponent::Derived(DerivedComponent::TargetUri { req: false }) => {
+                vec![self.0.target_uri.to_string()]
+            }
+            // Header fields as sent, without structured-field parameters.
+            CoveredComponent::HTTP(HTTPField { name, parameters }) if parameters.0.is_empty() => {
+                (self.0.header)(&name.to_ascii_lowercase())
+                    .into_iter()
+                    .collect()
+            }
+            // Anything else cannot be looked up: the library reports it.
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Checks a signed read at `now_s` (Unix seconds). The nonce's freshness is
+/// the caller's to check.
+pub fn verify(req: &SignedRead<'_>, now_s: u64) -> Result<Reader, ReadAuthError> {
+    let msg = Message(req);
+    // One signature per request: the first label in Signature-Input.
+    let v = MessageVerifier::parse(&msg, |_| true).map_err(|e| invalid(describe(&e)))?;
+    let covered: Vec<&CoveredComponent> = v.parsed.base.components.keys().collect();
+    let has = |d: DerivedComponent| covered.contains(&&CoveredComponent::Derived(d));
+    if !has(DerivedComponent::Method { req: false })
+        || !has(DerivedComponent::TargetUri { req: false })
+    {
+        return Err(invalid(
+            "the signature must cover \"@method\" and \"@target-uri\"",
+        ));
+    }
+    let d = v.parsed.base.parameters.details.clone();
+    if !matches!(d.algorithm, None | Some(Algorithm::Ed25519)) {
+        return Err(invalid("alg must be ed25519 (or absent)"));
+    }
+    let created = d
+        .created
+        .ok_or_else(|| invalid("the created parameter is required"))?;
+    let created_s = u64::try_from(created).map_err(|_| invalid("created is negative"))?;
+    if created_s.saturating_add(MAX_AGE_S) < now_s {
+        return Err(ReadAuthError::Expired(format!(
+            "created is more than {MAX_AGE_S} s old: sign each read afresh"
+        )));
+    }
+    if created_s > now_s.saturating_add(MAX_SKEW_S) {
+        return Err(ReadAuthError::Expired(format!(
+            "created is more than {MAX_SKEW_S} s ahead of the service's clock: check the clock"
+        )));
+    }
+    if let Some(e) = d.expires {
+        if u64::try_from(e).map_or(true, |e| e <= now_s) {
+            return Err(ReadAuthError::Expired("the signature has expired".into()));
+        }
+    }
+    let keyid = d
+        .keyid
+        .clone()
+        .ok_or_else(|| invalid("the keyid parameter is required (the reader's agent id)"))?;
+    let agent_id = AgentId::parse(&keyid)
+        .ok_or_else(|| invalid("keyid must be the reader's agent id (64 lowercase hex)"))?;
+    let nonce = d
+        .nonce
+        .clone()
+        .ok_or_else(|| invalid("the nonce parameter is required"))?;
+    let n = nonce.chars().count();
+    if n < NONCE_LEN.0 || n > NONCE_LEN.1 {
+        return Err(invalid(format!(
+            "nonce must be {} to {} characters",
+            NONCE_LEN.0, NONCE_LEN.1
+        )));
+    }
+    let public_key = (req.header)(PUBLIC_KEY_HEADER).ok_or_else(|| {
+        invalid("the Self-Public-Key header (the reader's Ed25519 public key, 64 hex) is required")
+    })?;
+    let mut pk = [0u8; 32];
+    if hex::decode_to_slice(public_key.trim(), &mut pk).is_err() {
+        return Err(invalid("Self-Public-Key must be 64 hex characters"));
+    }
+    if hex::encode(Sha256::digest(pk)) != agent_id.as_str() {
+        return Err(invalid("keyid is not the SHA-256 of Self-Public-Key"));
+    }
+    let mut ring = KeyRing::default();
+    ring.import_raw(keyid.clone(), Algorithm::Ed25519, pk.to_vec());
+    v.verify(&ring, Some(keyid))
+        .map_err(|e| invalid(describe(&e)))?;
+    Ok(Reader {
+        agent_id,
+        nonce,
+        created_s,
+        replay_until_s: created_s.saturating_add(MAX_AGE_S),
+    })
+}
+
+/// One line for a library error (never echoes the request back at length).
+fn describe(e: &ImplementationError) -> String {
+    match e {
+        ImplementationError::ParsingError(m) => format!("malformed signature headers: {m}"),
+        ImplementationError::LookupError(c) => {
+            format!("the signature covers a component this service does not support or the request lacks: {c:?}")
+        }
+        ImplementationError::UnsupportedAlgorithm(_) => "alg must be ed25519".into(),
+        ImplementationError::InvalidKeyLength => "the public key is not an Ed25519 key".into(),
+        ImplementationError::InvalidSignatureLength => "the signature is not 64 bytes".into(),
+        ImplementationError::FailedToVerify(_) => {
+            "the signature does not verify (check the signed method and full URL)".into()
+        }
+        other => format!("unusable signature: {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests;
