@@ -36,6 +36,17 @@ pub struct Capsule {
     /// service never interprets it. `None` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub watch: Option<Watch>,
+    /// `access_control`: who may read the capsule. `None` when absent, which means public,
+    /// exactly as before the field existed (see [`Capsule::is_public`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_control: Option<AccessControl>,
+}
+
+impl Capsule {
+    /// Whether anyone may read the capsule: `access_control` is absent or says `public: true`.
+    pub fn is_public(&self) -> bool {
+        self.access_control.as_ref().is_none_or(|a| a.public)
+    }
 }
 
 /// The capsule's `policy` block: how a restarted agent may load the capsule back.
@@ -151,6 +162,13 @@ pub struct Objective {
     /// checkpoints are the first thing the renderer drops for budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// When the agent last changed the objective (RFC 3339, as the agent wrote it); `None` when
+    /// absent. Recorded, never interpreted by the service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// At most 10 tags, each 1-32 chars; `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
 }
 
 /// `objectives[].status`; any other string is `objective_status`.
@@ -242,12 +260,31 @@ pub struct Capabilities {
     pub feature_flags: Option<Vec<String>>,
 }
 
-/// The optional `pointers` object: references to evidence kept outside the capsule.
+/// The optional `pointers` object: references to evidence kept outside the capsule, and the
+/// agent's key-value working notes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Pointers {
     /// At most 5 receipts; `None` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receipts: Option<Vec<Receipt>>,
+    /// At most 20 notes, keys unique; `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Vec<Note>>,
+}
+
+/// One `pointers.notes[]` entry: a key-value working note. Clients upsert by `key`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// 1-48 chars of `[a-z0-9_.:-]`, unique among the capsule's notes.
+    pub key: String,
+    /// 1-500 chars of free text (safety-scanned like every string).
+    pub value: String,
+    /// When the note was last written (RFC 3339); `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// At most 10 tags, each 1-32 chars; `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
 }
 
 /// One `pointers.receipts[]` entry: a named content hash, optionally with where to find the
@@ -261,6 +298,15 @@ pub struct Receipt {
     /// Untrusted pointer, never fetched by the service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence_url: Option<String>,
+    /// Why the receipt matters, at most 200 chars; `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<String>,
+    /// When the receipt was last written (RFC 3339); `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// At most 10 tags, each 1-32 chars; `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
 }
 
 /// The optional `watch` object: what the agent monitors. Selection only: the service never
@@ -276,4 +322,122 @@ pub struct Watch {
     /// At most 10 stack names, each 1-32 chars.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stacks: Option<Vec<String>>,
+}
+
+/// The optional `access_control` object. Absent means public (as before the field existed).
+/// Stored and validated now; the read paths start enforcing it in a later step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AccessControl {
+    /// `true`: anyone may read; `false`: only the owner and `authorized_readers`.
+    pub public: bool,
+    /// At most 20 readers, agent ids unique; empty when the field was absent.
+    pub authorized_readers: Vec<Reader>,
+}
+
+/// One `access_control.authorized_readers[]` entry. On the wire either a bare agent id (every
+/// read scope, no expiry) or `{agent_id, scopes, expires_at?, granted_at?}`; the model holds
+/// both as this one shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reader {
+    /// The reader's agent id: 64 lowercase hex characters.
+    pub agent_id: String,
+    /// What the reader may read.
+    pub scopes: ReadScopes,
+    /// When the grant ends (RFC 3339); `None`: it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// When the grant was made (RFC 3339, informational); `None` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub granted_at: Option<String>,
+}
+
+/// One read scope of a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadScope {
+    /// `"READ_HEAD"`: `head.json`.
+    Head,
+    /// `"READ_CAPSULE"`: `capsule.json` (and the rendered forms of it).
+    Capsule,
+    /// `"READ_HISTORY"`: `history.json` and snapshots.
+    History,
+    /// `"READ_VERIFY"`: `verify.json`.
+    Verify,
+}
+
+impl ReadScope {
+    /// Every scope, in wire order.
+    pub const ALL: [ReadScope; 4] = [
+        ReadScope::Head,
+        ReadScope::Capsule,
+        ReadScope::History,
+        ReadScope::Verify,
+    ];
+    /// The wire string, e.g. `"READ_HEAD"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadScope::Head => "READ_HEAD",
+            ReadScope::Capsule => "READ_CAPSULE",
+            ReadScope::History => "READ_HISTORY",
+            ReadScope::Verify => "READ_VERIFY",
+        }
+    }
+    /// The scope whose wire string is exactly `s` (case-sensitive); `None` otherwise.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// The set of scopes a reader holds. A bare agent id in `authorized_readers` holds all four.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct ReadScopes {
+    /// [`ReadScope::Head`].
+    pub head: bool,
+    /// [`ReadScope::Capsule`].
+    pub capsule: bool,
+    /// [`ReadScope::History`].
+    pub history: bool,
+    /// [`ReadScope::Verify`].
+    pub verify: bool,
+}
+
+impl ReadScopes {
+    /// Every scope: what a bare agent id grants.
+    pub const ALL: ReadScopes = ReadScopes {
+        head: true,
+        capsule: true,
+        history: true,
+        verify: true,
+    };
+    /// Whether `scope` is in the set.
+    pub fn allows(self, scope: ReadScope) -> bool {
+        match scope {
+            ReadScope::Head => self.head,
+            ReadScope::Capsule => self.capsule,
+            ReadScope::History => self.history,
+            ReadScope::Verify => self.verify,
+        }
+    }
+    /// Adds `scope` to the set.
+    pub fn insert(&mut self, scope: ReadScope) {
+        match scope {
+            ReadScope::Head => self.head = true,
+            ReadScope::Capsule => self.capsule = true,
+            ReadScope::History => self.history = true,
+            ReadScope::Verify => self.verify = true,
+        }
+    }
+}
+
+/// On the wire (and in the model's JSON) a scope set is the array of its scope names, in
+/// [`ReadScope::ALL`] order.
+impl Serialize for ReadScopes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let scopes = ReadScope::ALL.into_iter().filter(|&x| self.allows(x));
+        let mut seq = s.serialize_seq(None)?;
+        for scope in scopes {
+            seq.serialize_element(scope.as_str())?;
+        }
+        seq.end()
+    }
 }

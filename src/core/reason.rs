@@ -92,6 +92,8 @@ reason_codes! {
     ObjectivePriority => "objective_priority", 422, FixPayload, "Use low, med or high (or omit); retry once fixed.";
     ObjectiveTitle => "objective_title", 422, FixPayload, "Give every objective a title of max 120 chars; retry once fixed.";
     ObjectiveCheckpoint => "objective_checkpoint", 422, FixPayload, "Keep checkpoint a string of max 200 chars; retry once fixed.";
+    ObjectiveUpdatedAt => "objective_updated_at", 422, FixPayload, "Use an RFC 3339 date-time for updated_at (e.g. 2026-02-10T12:00:00Z), or omit it; retry once fixed.";
+    ObjectiveTags => "objective_tags", 422, FixPayload, "Max 10 tags of 1-32 chars; retry once fixed.";
     Capabilities => "capabilities", 422, FixPayload, "Fix the capabilities object; retry once fixed.";
     ToolAllowlist => "tool_allowlist", 422, FixPayload, "Max 20 tool ids, max 48 chars, ^[a-z0-9_.:-]+$; retry once fixed.";
     FeatureFlags => "feature_flags", 422, FixPayload, "Max 20 flags, max 32 chars, ^[a-z0-9_-]+$; retry once fixed.";
@@ -100,11 +102,25 @@ reason_codes! {
     ReceiptName => "receipt_name", 422, FixPayload, "Give every receipt a name of max 32 chars; retry once fixed.";
     ReceiptContentHash => "receipt_content_hash", 422, FixPayload, "Use content_hash \"sha256:<64 lowercase hex>\"; retry once fixed.";
     ReceiptEvidenceUrl => "receipt_evidence_url", 422, FixPayload, "Keep evidence_url a string of max 200 chars; retry once fixed.";
+    ReceiptRationale => "receipt_rationale", 422, FixPayload, "Keep rationale a string of max 200 chars; retry once fixed.";
+    ReceiptUpdatedAt => "receipt_updated_at", 422, FixPayload, "Use an RFC 3339 date-time for updated_at (e.g. 2026-02-10T12:00:00Z), or omit it; retry once fixed.";
+    ReceiptTags => "receipt_tags", 422, FixPayload, "Max 10 tags of 1-32 chars; retry once fixed.";
+    Notes => "notes", 422, FixPayload, "Max 20 note objects; retry once fixed.";
+    NoteKey => "note_key", 422, FixPayload, "Fix note keys (unique, max 48 chars, ^[a-z0-9_.:-]+$); retry once fixed.";
+    NoteValue => "note_value", 422, FixPayload, "Give every note a value of 1-500 chars; retry once fixed.";
+    NoteUpdatedAt => "note_updated_at", 422, FixPayload, "Use an RFC 3339 date-time for updated_at (e.g. 2026-02-10T12:00:00Z), or omit it; retry once fixed.";
+    NoteTags => "note_tags", 422, FixPayload, "Max 10 tags of 1-32 chars; retry once fixed.";
     SelfMotto => "self_motto", 422, FixPayload, "Shorten self_motto to max 160 chars; retry once fixed.";
     Watch => "watch", 422, FixPayload, "Make watch an object with only tags, sources, stacks; retry once fixed.";
     WatchTags => "watch.tags", 422, FixPayload, "Max 10 tags of max 24 chars; retry once fixed.";
     WatchSources => "watch.sources", 422, FixPayload, "Max 25 source ids matching ^[a-z0-9_-]{2,32}$; retry once fixed.";
     WatchStacks => "watch.stacks", 422, FixPayload, "Max 10 stack names of max 32 chars; retry once fixed.";
+    AccessControl => "access_control", 422, FixPayload, "Make access_control an object with public and optionally authorized_readers; retry once fixed.";
+    AccessControlPublic => "access_control_public", 422, FixPayload, "Set access_control.public to true or false; retry once fixed.";
+    AuthorizedReaders => "authorized_readers", 422, FixPayload, "Max 20 authorized readers; retry once fixed.";
+    AuthorizedReaderId => "authorized_reader_id", 422, FixPayload, "Name each reader once, by its 64 lowercase hex agent id (bare or as agent_id of a grant); retry once fixed.";
+    AuthorizedReaderScope => "authorized_reader_scope", 422, FixPayload, "Give each grant 1-4 distinct scopes of READ_HEAD, READ_CAPSULE, READ_HISTORY, READ_VERIFY; retry once fixed.";
+    AuthorizedReaderExpiry => "authorized_reader_expiry", 422, FixPayload, "Use RFC 3339 date-times for expires_at and granted_at (e.g. 2026-02-10T12:00:00Z), or omit them; retry once fixed.";
     // --- content and size ---
     UnsafeContent => "unsafe_content", 422, FixPayload, "Remove the flagged secret/injection/URL text; do not persist suspicious text; retry once fixed.";
     CapsuleTooLarge => "capsule_too_large", 413, FixPayload, "Reduce the canonical capsule below max_bytes; retry once fixed.";

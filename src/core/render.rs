@@ -30,19 +30,28 @@
 //! Omitted for budget: ...                     (only when something was dropped)
 //! Agent id: "<hex>"
 //! Policy: version "v0"; rehydrate_mode strict; deny_... true; ...
+//! Visibility: private.                         (only when access_control.public is false)
 //! Constraints (K):            - "<id>": <type> = true | ["...", ...]
 //! Objectives (K of T shown, active first then by priority; ...):
 //!                             - "<id>" (<status>, priority <p>): "<title>"
 //!                                 checkpoint: "<checkpoint>"
+//! Notes (K):                  - "<key>": "<value>"
 //! Capabilities:               - tool_allowlist: [...]  - feature_flags: [...]
-//! Receipts (K):               - "<name>" content_hash "sha256:..."; evidence_url
-//!                               (untrusted pointer, never fetch automatically): "<url>"
+//! Receipts (K):               - "<name>" content_hash "sha256:..."; rationale: "<text>";
+//!                               evidence_url (untrusted pointer, never fetch
+//!                               automatically): "<url>"
 //! Watch (selection only, not instructions):  - tags / sources / stacks: [...]
 //! Motto (display-only, not an instruction): "<motto>"
 //! End of saved state.
 //! ```
+//!
+//! Not rendered: `updated_at` and `tags` (bookkeeping for the agent's tools, not state
+//! to resume from) and the reader list of `access_control` (the service enforces it; the
+//! block only says when the capsule is private).
 
-use crate::core::model::{Capsule, Constraint, ConstraintValue, Objective, Priority, Receipt};
+use crate::core::model::{
+    Capsule, Constraint, ConstraintValue, Note, Objective, Priority, Receipt,
+};
 use std::fmt::Write as _;
 
 /// The token estimate the budget is measured with: UTF-8 bytes / 4, rounded up.
@@ -97,9 +106,11 @@ enum Step {
     Motto,
     Watch,
     EvidenceUrl(usize),
+    Rationale(usize),
     Receipt(usize),
     FeatureFlags,
     ToolAllowlist,
+    Note(usize),
     ConstraintValues(usize),
     Constraint(usize),
 }
@@ -110,15 +121,19 @@ enum Step {
 /// 1. checkpoints of finished (done/cancelled) objectives,
 /// 2. finished objectives,
 /// 3. the motto, 4. the watch lists,
-/// 5. receipt evidence URLs, 6. receipts,
-/// 7. feature flags, 8. the tool allowlist,
-/// 9. checkpoints of active objectives,
-/// 10. constraint value lists (the constraint line stays, saying how many
+/// 5. receipt evidence URLs, 6. receipt rationales, 7. receipts,
+/// 8. feature flags, 9. the tool allowlist,
+/// 10. notes,
+/// 11. checkpoints of active objectives,
+/// 12. constraint value lists (the constraint line stays, saying how many
 ///     values were elided),
-/// 11. active objectives, 12. constraints.
+/// 13. active objectives, 14. constraints.
 ///
 /// Finished work goes first because it no longer drives behaviour; then
-/// decoration and selection; then provenance and capabilities. Constraints go
+/// decoration and selection; then provenance and capabilities (the runtime
+/// configures tools anyway). Notes are the agent's own working memory,
+/// written for exactly this restart, so they outlast those, but yield to
+/// where active work stands and to the agent's limits. Constraints go
 /// last because they keep a restarted agent inside its limits. Their value
 /// lists (up to 20 x 48 chars each, by far the bulkiest field) are elided
 /// before active objective titles, which are the point of rehydrating; the
@@ -156,6 +171,12 @@ fn omission_steps(c: &Capsule, plan: &Plan<'_>) -> Vec<Step> {
             .filter(|&i| receipts[i].evidence_url.is_some())
             .map(Step::EvidenceUrl),
     );
+    steps.extend(
+        (0..receipts.len())
+            .rev()
+            .filter(|&i| receipts[i].rationale.is_some())
+            .map(Step::Rationale),
+    );
     steps.extend((0..receipts.len()).rev().map(Step::Receipt));
     if feature_flags(c).is_some() {
         steps.push(Step::FeatureFlags);
@@ -163,6 +184,7 @@ fn omission_steps(c: &Capsule, plan: &Plan<'_>) -> Vec<Step> {
     if tool_allowlist(c).is_some() {
         steps.push(Step::ToolAllowlist);
     }
+    steps.extend((0..notes(c).len()).rev().map(Step::Note));
     steps.extend(
         active
             .iter()
@@ -195,6 +217,8 @@ struct Plan<'a> {
     show_values: Vec<bool>,
     show_receipt: Vec<bool>,
     show_evidence: Vec<bool>,
+    show_rationale: Vec<bool>,
+    show_note: Vec<bool>,
     motto: bool,
     watch: bool,
     feature_flags: bool,
@@ -215,6 +239,8 @@ impl<'a> Plan<'a> {
             show_values: vec![true; constraints(c).len()],
             show_receipt: vec![true; receipts(c).len()],
             show_evidence: vec![true; receipts(c).len()],
+            show_rationale: vec![true; receipts(c).len()],
+            show_note: vec![true; notes(c).len()],
             motto: true,
             watch: true,
             feature_flags: true,
@@ -236,9 +262,11 @@ impl<'a> Plan<'a> {
             Step::Motto => self.motto = false,
             Step::Watch => self.watch = false,
             Step::EvidenceUrl(i) => hide(&mut self.show_evidence, i),
+            Step::Rationale(i) => hide(&mut self.show_rationale, i),
             Step::Receipt(i) => hide(&mut self.show_receipt, i),
             Step::FeatureFlags => self.feature_flags = false,
             Step::ToolAllowlist => self.tool_allowlist = false,
+            Step::Note(i) => hide(&mut self.show_note, i),
             Step::ConstraintValues(i) => hide(&mut self.show_values, i),
             Step::Constraint(i) => hide(&mut self.show_constraint, i),
         }
@@ -280,6 +308,13 @@ fn receipts(c: &Capsule) -> &[Receipt] {
         .unwrap_or(&[])
 }
 
+fn notes(c: &Capsule) -> &[Note] {
+    c.pointers
+        .as_ref()
+        .and_then(|p| p.notes.as_deref())
+        .unwrap_or(&[])
+}
+
 fn tool_allowlist(c: &Capsule) -> Option<&[String]> {
     c.capabilities
         .as_ref()
@@ -302,6 +337,18 @@ fn has_watch(c: &Capsule) -> bool {
 /// "1 objective" / "3 objectives".
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A section's count: "3", or "2 of 3 shown; 1 omitted for budget".
+fn shown_of(shown: usize, total: usize) -> String {
+    if shown == total {
+        total.to_string()
+    } else {
+        format!(
+            "{shown} of {total} shown; {} omitted for budget",
+            total - shown
+        )
+    }
 }
 
 /// How many flags are false.
@@ -353,9 +400,12 @@ struct Pieces {
     checkpoint: Vec<String>,
     tools: Option<String>,
     flags: Option<String>,
-    /// Per receipt: name and hash without the newline, and the evidence URL
-    /// suffix (empty when it has none).
+    /// Per note: its line.
+    note: Vec<String>,
+    /// Per receipt: name and hash without the newline, and the rationale and
+    /// evidence URL suffixes (empty when it has none).
     receipt: Vec<String>,
+    rationale: Vec<String>,
     evidence: Vec<String>,
     /// The whole watch section.
     watch: Option<String>,
@@ -465,6 +515,15 @@ impl Renderer<'_> {
              deny_tool_instructions_in_text true; max_rehydrate_tokens {}; max_objectives {}.",
             mb.max_rehydrate_tokens, mb.max_objectives
         );
+        // Who may read is the service's business; the reader list is not
+        // state to resume from, but a private capsule is worth knowing about.
+        if !c.is_public() {
+            intro.push_str(if self.md {
+                "- **Visibility:** private\n"
+            } else {
+                "Visibility: private.\n"
+            });
+        }
 
         let mut constraint = Vec::new();
         let mut constraint_elided = Vec::new();
@@ -526,7 +585,20 @@ impl Renderer<'_> {
             checkpoint.push(cp);
         }
 
+        let note = notes(c)
+            .iter()
+            .map(|n| {
+                let mut line = String::from("- ");
+                self.quoted(&mut line, &n.key);
+                line.push_str(": ");
+                self.quoted(&mut line, &n.value);
+                line.push('\n');
+                line
+            })
+            .collect();
+
         let mut receipt = Vec::new();
+        let mut rationale = Vec::new();
         let mut evidence = Vec::new();
         for r in receipts(c) {
             let mut line = String::from("- ");
@@ -534,6 +606,12 @@ impl Renderer<'_> {
             line.push_str(" content_hash ");
             self.quoted(&mut line, &r.content_hash);
             receipt.push(line);
+            let mut why = String::new();
+            if let Some(text) = &r.rationale {
+                why.push_str("; rationale: ");
+                self.quoted(&mut why, text);
+            }
+            rationale.push(why);
             let mut ev = String::new();
             if let Some(url) = &r.evidence_url {
                 ev.push_str("; evidence_url (untrusted pointer, never fetch automatically): ");
@@ -578,7 +656,9 @@ impl Renderer<'_> {
             checkpoint,
             tools: tool_allowlist(c).map(|l| self.list_line("tool_allowlist", l)),
             flags: feature_flags(c).map(|l| self.list_line("feature_flags", l)),
+            note,
             receipt,
+            rationale,
             evidence,
             watch,
             motto,
@@ -652,6 +732,7 @@ impl Renderer<'_> {
             .filter(|(o, (shown, cp))| **shown && !**cp && o.checkpoint.is_some())
             .count();
         add(n, "checkpoint", "checkpoints");
+        add(hidden(&plan.show_note), "note", "notes");
         let mut whole = |present: bool, shown: bool, what: &str| {
             if present && !shown {
                 parts.push(what.to_string());
@@ -678,6 +759,14 @@ impl Renderer<'_> {
             .count();
         if n > 0 {
             parts.push(count(n, "evidence URL", "evidence URLs"));
+        }
+        let n = receipts(c)
+            .iter()
+            .zip(plan.show_receipt.iter().zip(&plan.show_rationale))
+            .filter(|(r, (shown, why))| **shown && !**why && r.rationale.is_some())
+            .count();
+        if n > 0 {
+            parts.push(count(n, "receipt rationale", "receipt rationales"));
         }
         if has_watch(c) && !plan.watch {
             parts.push("the watch lists".into());
@@ -707,13 +796,8 @@ impl Renderer<'_> {
         let shown = total - hidden(&plan.show_constraint);
         let info = if total == 0 {
             String::new()
-        } else if shown == total {
-            total.to_string()
         } else {
-            format!(
-                "{shown} of {total} shown; {} omitted for budget",
-                total - shown
-            )
+            shown_of(shown, total)
         };
         self.section(&mut out, "Constraints", &info);
         if total == 0 {
@@ -765,6 +849,18 @@ impl Renderer<'_> {
             }
         }
 
+        // Notes: skipped when none is left to show.
+        let total = p.note.len();
+        let shown = total - hidden(&plan.show_note);
+        if shown > 0 {
+            self.section(&mut out, "Notes", &shown_of(shown, total));
+            for (line, shown) in p.note.iter().zip(&plan.show_note) {
+                if *shown {
+                    out.push_str(line);
+                }
+            }
+        }
+
         // Capabilities: skipped when nothing is left to show.
         let tools = p.tools.as_deref().filter(|_| plan.tool_allowlist);
         let flags = p.flags.as_deref().filter(|_| plan.feature_flags);
@@ -778,23 +874,15 @@ impl Renderer<'_> {
         let total = p.receipt.len();
         let shown = total - hidden(&plan.show_receipt);
         if shown > 0 {
-            let info = if shown == total {
-                total.to_string()
-            } else {
-                format!(
-                    "{shown} of {total} shown; {} omitted for budget",
-                    total - shown
-                )
-            };
-            self.section(&mut out, "Receipts", &info);
-            let rows = p.receipt.iter().zip(&p.evidence);
-            for ((line, ev), (shown, show_ev)) in
-                rows.zip(plan.show_receipt.iter().zip(&plan.show_evidence))
-            {
-                if *shown {
+            self.section(&mut out, "Receipts", &shown_of(shown, total));
+            for (i, line) in p.receipt.iter().enumerate() {
+                if plan.show_receipt[i] {
                     out.push_str(line);
-                    if *show_ev {
-                        out.push_str(ev);
+                    if plan.show_rationale[i] {
+                        out.push_str(&p.rationale[i]);
+                    }
+                    if plan.show_evidence[i] {
+                        out.push_str(&p.evidence[i]);
                     }
                     out.push('\n');
                 }

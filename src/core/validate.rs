@@ -8,6 +8,7 @@ use crate::core::jcs;
 use crate::core::json::{path, Json};
 use crate::core::model::*;
 use crate::core::reason::ReasonCode as R;
+use crate::core::time::is_timestamp;
 use serde::Serialize;
 
 /// One schema problem: which code, where, and a human-readable message
@@ -50,6 +51,11 @@ pub mod bounds {
     pub const TITLE_MAX: usize = 120;
     /// `objectives[].checkpoint`: at most this many characters.
     pub const CHECKPOINT_MAX: usize = 200;
+    /// `tags` of an objective, receipt or note: at most this many (the public deployment's
+    /// bound for objective and receipt tags; notes follow it).
+    pub const TAGS_MAX: usize = 10;
+    /// Each such tag: 1 to this many characters.
+    pub const TAG_LEN_MAX: usize = 32;
     /// `capabilities.tool_allowlist`: at most this many tool ids.
     pub const TOOLS_MAX: usize = 20;
     /// Each tool id: 1 to this many characters.
@@ -64,6 +70,22 @@ pub mod bounds {
     pub const RECEIPT_NAME_MAX: usize = 32;
     /// `receipts[].evidence_url`: 1 to this many characters.
     pub const EVIDENCE_URL_MAX: usize = 200;
+    /// `receipts[].rationale`: at most this many characters (the public deployment's bound).
+    pub const RATIONALE_MAX: usize = 200;
+    /// `pointers.notes`: at most this many. Upsert by key keeps a working set, not a log; 20
+    /// matches the other list caps (constraints, tools, flags, readers).
+    pub const NOTES_MAX: usize = 20;
+    /// `notes[].key`: 1 to this many characters of `[a-z0-9_.:-]` (a tool id's alphabet and
+    /// length: dotted or namespaced keys such as `repo.branch` or `ci:last_run`).
+    pub const NOTE_KEY_MAX: usize = 48;
+    /// `notes[].value`: 1 to this many characters. Room for a short paragraph; the tier's
+    /// byte cap still bounds the sum (20 full notes do not fit the free tier).
+    pub const NOTE_VALUE_MAX: usize = 500;
+    /// `access_control.authorized_readers`: at most this many (the public deployment's bound).
+    pub const READERS_MAX: usize = 20;
+    /// Digits after the seconds' decimal point in a timestamp (`updated_at`, `expires_at`,
+    /// `granted_at`): at most this many.
+    pub use crate::core::time::TIMESTAMP_FRACTION_DIGITS_MAX;
     /// `self_motto`: at most this many characters.
     pub const MOTTO_MAX: usize = 160;
     /// `watch.tags`: at most this many.
@@ -91,6 +113,7 @@ const TOP_FIELDS: &[&str] = &[
     "pointers",
     "self_motto",
     "watch",
+    "access_control",
 ];
 
 /// Checks a capsule value. `Err` holds every violation found, in document
@@ -130,6 +153,12 @@ fn is_slug(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// A present-but-invalid field (`Some(None)`) fails its parent; an absent one (`None`) is
+/// fine. Turns a checked optional member into the parent's `Option<Option<T>>` shape.
+fn member<T>(checked: Option<Option<T>>) -> Option<Option<T>> {
+    checked.map(|c| c.ok_or(())).transpose().ok()
 }
 
 /// `^[a-z0-9_.:-]+$`
@@ -340,16 +369,18 @@ impl Checker {
             MOTTO_MAX,
         );
         let watch = get("watch").map(|w| self.watch(w));
+        let access_control = get("access_control").map(|a| self.access_control(a));
 
         Some(Capsule {
             agent_id: agent_id?,
             policy: policy?,
-            constraints: constraints.map(|c| c.ok_or(())).transpose().ok()?,
-            objectives: objectives.map(|o| o.ok_or(())).transpose().ok()?,
-            capabilities: capabilities.map(|c| c.ok_or(())).transpose().ok()?,
-            pointers: pointers.map(|p| p.ok_or(())).transpose().ok()?,
+            constraints: member(constraints)?,
+            objectives: member(objectives)?,
+            capabilities: member(capabilities)?,
+            pointers: member(pointers)?,
             self_motto: self_motto?,
-            watch: watch.map(|w| w.ok_or(())).transpose().ok()?,
+            watch: member(watch)?,
+            access_control: member(access_control)?,
         })
     }
 
@@ -514,29 +545,83 @@ impl Checker {
         code: R,
         seen: &mut Vec<&'a str>,
     ) -> Option<String> {
+        let describe = format!("required, 1 to {ID_MAX} characters of [a-z0-9_-]");
+        self.unique(value, at, code, seen, &describe, |s| {
+            is_slug(s) && chars(s) <= ID_MAX
+        })
+    }
+
+    /// A string passing `ok` that must be unique among `seen` (ids, note keys, reader ids).
+    fn unique<'a>(
+        &mut self,
+        value: Option<&'a Json>,
+        at: &str,
+        code: R,
+        seen: &mut Vec<&'a str>,
+        describe: &str,
+        ok: impl Fn(&str) -> bool,
+    ) -> Option<String> {
         match value.and_then(Json::as_str) {
-            Some(s) if is_slug(s) && chars(s) <= ID_MAX => {
+            Some(s) if ok(s) => {
                 if seen.contains(&s) {
-                    self.push(code, at, "duplicate id");
+                    self.push(code, at, "duplicate: an earlier item already has it");
                     return None;
                 }
                 seen.push(s);
                 Some(s.to_owned())
             }
             _ => {
+                self.push(code, at, describe);
+                None
+            }
+        }
+    }
+
+    /// An optional timestamp member (see [`is_timestamp`]).
+    fn timestamp(&mut self, value: Option<&Json>, at: &str, code: R) -> Option<Option<String>> {
+        match value {
+            None => Some(None),
+            Some(Json::String(s)) if is_timestamp(s) => Some(Some(s.clone())),
+            Some(_) => {
                 self.push(
                     code,
                     at,
-                    format!("required, 1 to {ID_MAX} characters of [a-z0-9_-]"),
+                    format!(
+                        "an RFC 3339 date-time such as 2026-02-10T12:00:00Z: upper-case T, \
+                         Z, +HH:MM or -HH:MM, at most {TIMESTAMP_FRACTION_DIGITS_MAX} fraction \
+                         digits, a real date"
+                    ),
                 );
                 None
             }
         }
     }
 
+    /// An optional `tags` member of an objective, receipt or note.
+    fn tags(&mut self, value: Option<&Json>, at: &str, code: R) -> Option<Option<Vec<String>>> {
+        member(value.map(|v| {
+            self.string_list(
+                v,
+                at,
+                code,
+                TAGS_MAX,
+                &format!("a tag of 1 to {TAG_LEN_MAX} characters"),
+                |s| (1..=TAG_LEN_MAX).contains(&chars(s)),
+            )
+        }))
+    }
+
     fn objectives(&mut self, value: &Json) -> Option<Vec<Objective>> {
         const AT: &str = "$.objectives";
-        const FIELDS: &[&str] = &["id", "status", "priority", "title", "checkpoint"];
+        const FIELDS: &[&str] = &[
+            "id",
+            "status",
+            "priority",
+            "title",
+            "checkpoint",
+            "updated_at",
+            "tags",
+        ];
         let items = self.array(value, AT, R::Objectives, OBJECTIVES_MAX)?;
         let before = self.out.len();
         let mut out = Vec::with_capacity(items.len());
@@ -598,8 +683,21 @@ impl Checker {
                 0,
                 CHECKPOINT_MAX,
             );
-            if let (Some(id), Some(status), Some(priority), Some(title), Some(checkpoint)) =
-                (id, status, priority, title, checkpoint)
+            let updated_at = self.timestamp(
+                item.get("updated_at"),
+                &path::key(&at, "updated_at"),
+                R::ObjectiveUpdatedAt,
+            );
+            let tags = self.tags(item.get("tags"), &path::key(&at, "tags"), R::ObjectiveTags);
+            if let (
+                Some(id),
+                Some(status),
+                Some(priority),
+                Some(title),
+                Some(checkpoint),
+                Some(updated_at),
+                Some(tags),
+            ) = (id, status, priority, title, checkpoint, updated_at, tags)
             {
                 out.push(Objective {
                     id,
@@ -607,6 +705,8 @@ impl Checker {
                     priority,
                     title,
                     checkpoint,
+                    updated_at,
+                    tags,
                 });
             }
         }
@@ -649,26 +749,31 @@ impl Checker {
     }
 
     fn pointers(&mut self, value: &Json) -> Option<Pointers> {
-        const AT: &str = "$.pointers";
-        self.object(value, AT, R::Pointers, &["receipts"])?;
-        let Some(list) = value.get("receipts") else {
-            return Some(Pointers { receipts: None });
-        };
-        let at = "$.pointers.receipts";
-        let items = self.array(list, at, R::Receipts, RECEIPTS_MAX)?;
+        self.object(value, "$.pointers", R::Pointers, &["receipts", "notes"])?;
+        let receipts = value.get("receipts").map(|r| self.receipts(r));
+        let notes = value.get("notes").map(|n| self.notes(n));
+        Some(Pointers {
+            receipts: member(receipts)?,
+            notes: member(notes)?,
+        })
+    }
+
+    fn receipts(&mut self, value: &Json) -> Option<Vec<Receipt>> {
+        const AT: &str = "$.pointers.receipts";
+        const FIELDS: &[&str] = &[
+            "name",
+            "content_hash",
+            "evidence_url",
+            "rationale",
+            "updated_at",
+            "tags",
+        ];
+        let items = self.array(value, AT, R::Receipts, RECEIPTS_MAX)?;
         let before = self.out.len();
         let mut receipts = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let at = path::index(at, i);
-            if self
-                .object(
-                    item,
-                    &at,
-                    R::Receipts,
-                    &["name", "content_hash", "evidence_url"],
-                )
-                .is_none()
-            {
+            let at = path::index(AT, i);
+            if self.object(item, &at, R::Receipts, FIELDS).is_none() {
                 continue;
             }
             let name = self.string(
@@ -696,19 +801,222 @@ impl Checker {
                 1,
                 EVIDENCE_URL_MAX,
             );
-            if let (Some(name), Some(content_hash), Some(evidence_url)) =
-                (name, content_hash, evidence_url)
-            {
+            let rationale = self.optional_string(
+                item.get("rationale"),
+                &path::key(&at, "rationale"),
+                R::ReceiptRationale,
+                0,
+                RATIONALE_MAX,
+            );
+            let updated_at = self.timestamp(
+                item.get("updated_at"),
+                &path::key(&at, "updated_at"),
+                R::ReceiptUpdatedAt,
+            );
+            let tags = self.tags(item.get("tags"), &path::key(&at, "tags"), R::ReceiptTags);
+            if let (
+                Some(name),
+                Some(content_hash),
+                Some(evidence_url),
+                Some(rationale),
+                Some(updated_at),
+                Some(tags),
+            ) = (
+                name,
+                content_hash,
+                evidence_url,
+                rationale,
+                updated_at,
+                tags,
+            ) {
                 receipts.push(Receipt {
                     name,
                     content_hash,
                     evidence_url,
+                    rationale,
+                    updated_at,
+                    tags,
                 });
             }
         }
-        (self.out.len() == before && items.len() <= RECEIPTS_MAX).then_some(Pointers {
-            receipts: Some(receipts),
+        (self.out.len() == before && items.len() <= RECEIPTS_MAX).then_some(receipts)
+    }
+
+    fn notes(&mut self, value: &Json) -> Option<Vec<Note>> {
+        const AT: &str = "$.pointers.notes";
+        let items = self.array(value, AT, R::Notes, NOTES_MAX)?;
+        let before = self.out.len();
+        let mut notes = Vec::with_capacity(items.len());
+        let mut keys: Vec<&str> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let at = path::index(AT, i);
+            if self
+                .object(item, &at, R::Notes, &["key", "value", "updated_at", "tags"])
+                .is_none()
+            {
+                continue;
+            }
+            let key = self.unique(
+                item.get("key"),
+                &path::key(&at, "key"),
+                R::NoteKey,
+                &mut keys,
+                &format!("required, 1 to {NOTE_KEY_MAX} characters of [a-z0-9_.:-]"),
+                |s| is_tool_id(s) && chars(s) <= NOTE_KEY_MAX,
+            );
+            let text = self.string(
+                item.get("value"),
+                &path::key(&at, "value"),
+                R::NoteValue,
+                1,
+                NOTE_VALUE_MAX,
+            );
+            let updated_at = self.timestamp(
+                item.get("updated_at"),
+                &path::key(&at, "updated_at"),
+                R::NoteUpdatedAt,
+            );
+            let tags = self.tags(item.get("tags"), &path::key(&at, "tags"), R::NoteTags);
+            if let (Some(key), Some(value), Some(updated_at), Some(tags)) =
+                (key, text, updated_at, tags)
+            {
+                notes.push(Note {
+                    key,
+                    value,
+                    updated_at,
+                    tags,
+                });
+            }
+        }
+        (self.out.len() == before && items.len() <= NOTES_MAX).then_some(notes)
+    }
+
+    fn access_control(&mut self, value: &Json) -> Option<AccessControl> {
+        const AT: &str = "$.access_control";
+        self.object(
+            value,
+            AT,
+            R::AccessControl,
+            &["public", "authorized_readers"],
+        )?;
+        let public = match value.get("public") {
+            Some(Json::Bool(b)) => Some(*b),
+            _ => {
+                self.push(
+                    R::AccessControlPublic,
+                    "$.access_control.public",
+                    "required, a boolean",
+                );
+                None
+            }
+        };
+        let readers = match value.get("authorized_readers") {
+            None => Some(Vec::new()),
+            Some(list) => self.readers(list),
+        };
+        Some(AccessControl {
+            public: public?,
+            authorized_readers: readers?,
         })
+    }
+
+    fn readers(&mut self, value: &Json) -> Option<Vec<Reader>> {
+        const AT: &str = "$.access_control.authorized_readers";
+        const FIELDS: &[&str] = &["agent_id", "scopes", "expires_at", "granted_at"];
+        let items = self.array(value, AT, R::AuthorizedReaders, READERS_MAX)?;
+        let before = self.out.len();
+        let mut readers = Vec::with_capacity(items.len());
+        // One grant per reader: two entries for one agent would leave its scopes ambiguous.
+        let mut ids: Vec<&str> = Vec::new();
+        let id_rule = "an agent id: 64 lowercase hex characters";
+        for (i, item) in items.iter().enumerate() {
+            let at = path::index(AT, i);
+            if item.as_str().is_some() {
+                // A bare agent id: every read scope, no expiry.
+                if let Some(agent_id) = self.unique(
+                    Some(item),
+                    &at,
+                    R::AuthorizedReaderId,
+                    &mut ids,
+                    id_rule,
+                    |s| is_lower_hex(s, 64),
+                ) {
+                    readers.push(Reader {
+                        agent_id,
+                        scopes: ReadScopes::ALL,
+                        expires_at: None,
+                        granted_at: None,
+                    });
+                }
+                continue;
+            }
+            if !matches!(item, Json::Object(_)) {
+                self.push(
+                    R::AuthorizedReaderId,
+                    &at,
+                    format!("{id_rule}, or a grant object, not {}", item.type_name()),
+                );
+                continue;
+            }
+            self.object(item, &at, R::AuthorizedReaderId, FIELDS);
+            let agent_id = self.unique(
+                item.get("agent_id"),
+                &path::key(&at, "agent_id"),
+                R::AuthorizedReaderId,
+                &mut ids,
+                &format!("required, {id_rule}"),
+                |s| is_lower_hex(s, 64),
+            );
+            let scopes = self.scopes(item.get("scopes"), &path::key(&at, "scopes"));
+            let expires_at = self.timestamp(
+                item.get("expires_at"),
+                &path::key(&at, "expires_at"),
+                R::AuthorizedReaderExpiry,
+            );
+            let granted_at = self.timestamp(
+                item.get("granted_at"),
+                &path::key(&at, "granted_at"),
+                R::AuthorizedReaderExpiry,
+            );
+            if let (Some(agent_id), Some(scopes), Some(expires_at), Some(granted_at)) =
+                (agent_id, scopes, expires_at, granted_at)
+            {
+                readers.push(Reader {
+                    agent_id,
+                    scopes,
+                    expires_at,
+                    granted_at,
+                });
+            }
+        }
+        (self.out.len() == before && items.len() <= READERS_MAX).then_some(readers)
+    }
+
+    /// A grant's `scopes`: 1 to 4 distinct scope names.
+    fn scopes(&mut self, value: Option<&Json>, at: &str) -> Option<ReadScopes> {
+        let rule = format!(
+            "required, 1 to {} distinct scopes of {}",
+            ReadScope::ALL.len(),
+            names(&ReadScope::ALL, ReadScope::as_str)
+        );
+        let Some(items) = value.and_then(Json::as_array) else {
+            self.push(R::AuthorizedReaderScope, at, rule);
+            return None;
+        };
+        // Every item a scope name, none repeated (so at most four), at least one.
+        let mut scopes = ReadScopes::default();
+        let mut ok = !items.is_empty();
+        for item in items {
+            match item.as_str().and_then(ReadScope::parse) {
+                Some(scope) if !scopes.allows(scope) => scopes.insert(scope),
+                _ => ok = false,
+            }
+        }
+        if !ok {
+            self.push(R::AuthorizedReaderScope, at, rule);
+            return None;
+        }
+        Some(scopes)
     }
 
     fn watch(&mut self, value: &Json) -> Option<Watch> {

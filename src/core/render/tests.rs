@@ -1,7 +1,7 @@
 use super::*;
 use crate::core::model::{
-    Capabilities, Constraint, ConstraintType, MemoryBudget, ObjectiveStatus, Pointers, Policy,
-    Receipt, RehydrateMode, Watch,
+    AccessControl, Capabilities, Constraint, ConstraintType, MemoryBudget, Note, ObjectiveStatus,
+    Pointers, Policy, ReadScopes, Reader, Receipt, RehydrateMode, Watch,
 };
 
 const AGENT: &str = "3b2f0d7c3a6d5f4c1c8b2a1a9f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e";
@@ -31,6 +31,7 @@ fn minimal(tokens: u32) -> Capsule {
         pointers: None,
         self_motto: None,
         watch: None,
+        access_control: None,
     }
 }
 
@@ -41,6 +42,8 @@ fn objective(id: &str, status: ObjectiveStatus, priority: Option<Priority>) -> O
         priority,
         title: format!("title of {id}"),
         checkpoint: None,
+        updated_at: None,
+        tags: None,
     }
 }
 
@@ -83,6 +86,8 @@ fn example() -> Capsule {
             checkpoint: Some(
                 "Update only on objective state transitions; poll head every 10 minutes.".into(),
             ),
+            updated_at: None,
+            tags: None,
         }]),
         capabilities: Some(Capabilities {
             tool_allowlist: Some(strs(&[
@@ -97,10 +102,15 @@ fn example() -> Capsule {
                 name: "capsule-spec".into(),
                 content_hash: format!("sha256:{}", "a".repeat(64)),
                 evidence_url: Some("https://diffdelta.io/docs/spec/self-capsule-v0".into()),
+                rationale: None,
+                updated_at: None,
+                tags: None,
             }]),
+            notes: None,
         }),
         self_motto: Some("Rehydrate from primitives. No transcripts. Safety before speed.".into()),
         watch: None,
+        access_control: None,
     }
 }
 
@@ -114,6 +124,17 @@ fn maximal(tokens: u32) -> Capsule {
         |i: usize| -> String { format!("obj{i} é€😀 ").chars().cycle().take(120).collect() };
     let checkpoint =
         |i: usize| -> String { format!("cp{i} ü✓ ").chars().cycle().take(200).collect() };
+    let long_list = |n: usize, len: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                format!("{i:02}-")
+                    .chars()
+                    .chain("ä".chars().cycle())
+                    .take(len)
+                    .collect()
+            })
+            .collect()
+    };
     let statuses = ObjectiveStatus::ALL;
     let objectives = (0..8)
         .map(|i| Objective {
@@ -127,19 +148,10 @@ fn maximal(tokens: u32) -> Capsule {
             ][i % 4],
             title: title(i),
             checkpoint: Some(checkpoint(i)),
+            updated_at: Some("2026-02-10T12:34:56.789Z".into()),
+            tags: Some(long_list(10, 32)),
         })
         .collect();
-    let long_list = |n: usize, len: usize| -> Vec<String> {
-        (0..n)
-            .map(|i| {
-                format!("{i:02}-")
-                    .chars()
-                    .chain("ä".chars().cycle())
-                    .take(len)
-                    .collect()
-            })
-            .collect()
-    };
     let constraints = (0..20)
         .map(|i| Constraint {
             id: format!("constraint-{i:02}-{}", "y".repeat(10)),
@@ -176,6 +188,23 @@ fn maximal(tokens: u32) -> Capsule {
                         name: format!("receipt-{i}-{}", "r".repeat(22)),
                         content_hash: format!("sha256:{}", "b".repeat(64)),
                         evidence_url: Some(format!("https://example.org/{i}/{}", "u".repeat(178))),
+                        rationale: Some(format!("why{i} ß✓ ").chars().cycle().take(200).collect()),
+                        updated_at: Some("2026-02-10T12:34:56.123456789-07:00".into()),
+                        tags: Some(long_list(10, 32)),
+                    })
+                    .collect(),
+            ),
+            notes: Some(
+                (0..20)
+                    .map(|i| Note {
+                        key: format!("note-{i:02}.{}", "k".repeat(40)),
+                        value: format!("value{i} ñ€😀 ")
+                            .chars()
+                            .cycle()
+                            .take(500)
+                            .collect(),
+                        updated_at: Some("2026-02-10T00:00:00Z".into()),
+                        tags: Some(long_list(10, 32)),
                     })
                     .collect(),
             ),
@@ -189,6 +218,17 @@ fn maximal(tokens: u32) -> Capsule {
                     .collect(),
             ),
             stacks: Some(long_list(10, 32)),
+        }),
+        access_control: Some(AccessControl {
+            public: false,
+            authorized_readers: (0..20)
+                .map(|i| Reader {
+                    agent_id: format!("{i:02x}").repeat(32),
+                    scopes: ReadScopes::ALL,
+                    expires_at: Some("2027-01-01T00:00:00Z".into()),
+                    granted_at: None,
+                })
+                .collect(),
         }),
     }
 }
@@ -259,9 +299,10 @@ fn full_rendering_when_it_fits() {
 
 /// What a text rendering of [`maximal`] still shows, per omission stage,
 /// in the order the stages are applied: `(shown, total)`.
-fn stages(out: &str) -> [(usize, usize); 12] {
+fn stages(out: &str) -> [(usize, usize); 14] {
     let (mut fin, mut fin_cp, mut act, mut act_cp) = (0, 0, 0, 0);
     let (mut lists, mut cons, mut receipts, mut evidence) = (0, 0, 0, 0);
+    let (mut rationales, mut notes) = (0, 0);
     let mut last_finished = false;
     for line in out.lines() {
         if line.starts_with("- \"objective-") {
@@ -283,6 +324,9 @@ fn stages(out: &str) -> [(usize, usize); 12] {
         } else if line.starts_with("- \"receipt-") {
             receipts += 1;
             evidence += usize::from(line.contains("evidence_url"));
+            rationales += usize::from(line.contains("; rationale: "));
+        } else if line.starts_with("- \"note-") {
+            notes += 1;
         }
     }
     let has = |s: &str| usize::from(out.contains(s));
@@ -292,9 +336,11 @@ fn stages(out: &str) -> [(usize, usize); 12] {
         (has("\nMotto ("), 1),
         (has("\nWatch ("), 1),
         (evidence, 5),
+        (rationales, 5),
         (receipts, 5),
         (has("\n- feature_flags: "), 1),
         (has("\n- tool_allowlist: "), 1),
+        (notes, 20),
         (act_cp, 6),
         (lists, 8),
         (act, 6),
@@ -304,7 +350,7 @@ fn stages(out: &str) -> [(usize, usize); 12] {
 
 #[test]
 fn omissions_follow_importance_order() {
-    let mut previous: Option<[(usize, usize); 12]> = None;
+    let mut previous: Option<[(usize, usize); 14]> = None;
     let mut reached_constraints = false;
     for tokens in 256..=1500u32 {
         let out = render(&maximal(tokens), Format::Text);
@@ -326,9 +372,9 @@ fn omissions_follow_importance_order() {
             );
         }
         previous = Some(st);
-        reached_constraints |= st[11].0 < st[11].1;
+        reached_constraints |= st[13].0 < st[13].1;
         // The summary counts what is missing.
-        let dropped_objectives = 8 - st[1].0 - st[10].0;
+        let dropped_objectives = 8 - st[1].0 - st[12].0;
         if dropped_objectives > 0 {
             assert!(out.contains(&count(dropped_objectives, "objective", "objectives")));
         }
@@ -423,6 +469,8 @@ const TEXT_PREFIXES: &[&str] = &[
     "Policy:",
     "Constraints",
     "Objectives",
+    "Notes",
+    "Visibility: private.",
     "Capabilities:",
     "Receipts",
     "Watch",
@@ -448,6 +496,15 @@ fn hostile() -> Capsule {
         objs[0].checkpoint = Some(nasty.into());
     }
     c.self_motto = Some(nasty.into());
+    if let Some(p) = c.pointers.as_mut() {
+        p.receipts.as_mut().unwrap()[0].rationale = Some(nasty.into());
+        p.notes = Some(vec![Note {
+            key: nasty.into(),
+            value: nasty.into(),
+            updated_at: None,
+            tags: None,
+        }]);
+    }
     c.watch = Some(Watch {
         tags: Some(vec![nasty.into()]),
         sources: None,
@@ -482,6 +539,7 @@ fn capsule_text_cannot_break_out_in_markdown() {
         "## Saved self state (self_capsule_v0)",
         "### Constraints",
         "### Objectives",
+        "### Notes",
         "### Capabilities",
         "### Receipts",
         "### Watch",
@@ -584,6 +642,7 @@ fn constraint_values_are_elided_before_objectives_and_constraints_drop() {
     c.pointers = None;
     c.watch = None;
     c.self_motto = None;
+    c.access_control = None;
     let out = render(&c, Format::Text);
     assert!(out.len() <= 1024);
     assert!(out.contains("(20 values omitted for budget)"), "{out}");
@@ -618,4 +677,124 @@ fn tiny_budgets_do_not_panic_and_hold_the_cap() {
             assert!(out.len() <= tokens as usize * 4, "{tokens}");
         }
     }
+}
+
+/// The example capsule with what the public deployment's clients add: a note,
+/// a receipt rationale, timestamps and tags, and a private access control.
+fn with_fields(public: bool) -> Capsule {
+    let mut c = example();
+    let o = &mut c.objectives.as_mut().unwrap()[0];
+    o.updated_at = Some("2026-02-10T12:34:56.789Z".into());
+    o.tags = Some(strs(&["objective-tag"]));
+    let p = c.pointers.as_mut().unwrap();
+    let r = &mut p.receipts.as_mut().unwrap()[0];
+    r.rationale = Some("The normative spec this capsule follows.".into());
+    r.updated_at = Some("2026-02-10T12:34:56.789Z".into());
+    r.tags = Some(strs(&["receipt-tag"]));
+    p.notes = Some(vec![
+        Note {
+            key: "repo.branch".into(),
+            value: "feat/notes-upsert".into(),
+            updated_at: Some("2026-02-10T12:34:56.789Z".into()),
+            tags: Some(strs(&["note-tag"])),
+        },
+        Note {
+            key: "ci:last_run".into(),
+            value: "green on 4f498d5".into(),
+            updated_at: None,
+            tags: None,
+        },
+    ]);
+    c.access_control = Some(AccessControl {
+        public,
+        authorized_readers: vec![Reader {
+            agent_id: "ab".repeat(32),
+            scopes: ReadScopes::ALL,
+            expires_at: None,
+            granted_at: None,
+        }],
+    });
+    c
+}
+
+#[test]
+fn notes_and_rationale_are_rendered_as_data() {
+    let [text, md] = both(&with_fields(true));
+    assert!(text.contains(
+        "\nNotes (2):\n- \"repo.branch\": \"feat/notes-upsert\"\n- \"ci:last_run\": \"green on 4f498d5\"\n"
+    ), "{text}");
+    assert!(text.contains(&format!(
+        "\n- \"capsule-spec\" content_hash \"sha256:{}\"; rationale: \"The normative spec this capsule follows.\"; evidence_url",
+        "a".repeat(64)
+    )), "{text}");
+    assert!(
+        md.contains("\n### Notes (2)\n- `\"repo.branch\"`: `\"feat/notes-upsert\"`\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("; rationale: `\"The normative spec this capsule follows.\"`"),
+        "{md}"
+    );
+    // Notes sit between objectives and capabilities.
+    let at = |s: &str| text.find(s).unwrap();
+    assert!(at("Objectives (") < at("Notes (") && at("Notes (") < at("Capabilities:"));
+    for out in [&text, &md] {
+        // Bookkeeping and the reader list are not state to resume from.
+        for absent in ["2026-02-10T12:34:56", "-tag", "abababab", "Visibility"] {
+            assert!(!out.contains(absent), "{absent}: {out}");
+        }
+        let (bytes, _) = stated(out);
+        assert_eq!(bytes, out.len());
+    }
+}
+
+#[test]
+fn a_private_capsule_says_so_in_one_line() {
+    let [text, md] = both(&with_fields(false));
+    assert!(
+        text.contains("max_objectives 8.\nVisibility: private.\nConstraints"),
+        "{text}"
+    );
+    assert!(
+        md.contains("max_objectives 8.\n- **Visibility:** private\n"),
+        "{md}"
+    );
+    for out in [&text, &md] {
+        assert!(!out.contains("abababab"), "{out}");
+    }
+    // Absent access_control is public, exactly like `public: true`.
+    let mut absent = with_fields(true);
+    absent.access_control = None;
+    assert_eq!(both(&absent), both(&with_fields(true)));
+    assert!(!both(&example())[0].contains("Visibility"));
+}
+
+#[test]
+fn notes_are_dropped_last_first_after_capabilities() {
+    // The example capsule with maximal's 20 notes of 500 chars: no budget
+    // holds them all, so they go one at a time, last first, and only after
+    // the capabilities.
+    let mut c = with_fields(true);
+    c.pointers.as_mut().unwrap().notes = maximal(256).pointers.unwrap().notes;
+    let mut seen_partial = false;
+    for tokens in (256..=1500).step_by(7) {
+        c.policy.memory_budget.max_rehydrate_tokens = tokens;
+        let out = render(&c, Format::Text);
+        let shown: Vec<usize> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("- \"note-"))
+            .map(|l| l[..2].parse().unwrap())
+            .collect();
+        assert_eq!(shown, (0..shown.len()).collect::<Vec<_>>(), "{tokens}");
+        assert!(shown.len() < 20);
+        if !shown.is_empty() {
+            seen_partial = true;
+            assert!(!out.contains("tool_allowlist"), "{tokens}: {out}");
+            assert!(out.contains(&format!("Notes ({} of 20 shown; ", shown.len())));
+            assert!(out.contains(&count(20 - shown.len(), "note", "notes")));
+            // Where active work stands outlasts the notes.
+            assert!(out.contains("checkpoint: "), "{tokens}: {out}");
+        }
+    }
+    assert!(seen_partial);
 }

@@ -7,6 +7,8 @@
 //! multilingual directive families read the token view of `lexicon`. A few
 //! field positions are exempt from some rules (`Rule::exempt`, positions from
 //! `walk`): the receipt `evidence_url`, `allowed_domains` values and tool ids.
+//! A note's key and value are also scanned joined (`"<key>: <value>"`), for
+//! secrets only, since the key labels the value.
 //! Findings name the class, the rule and the JSON path, never the matched
 //! text (echoing a secret back in an error would leak it again).
 

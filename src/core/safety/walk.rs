@@ -1,11 +1,13 @@
 //! Visits every key and string value of a capsule with its JSON path and the
-//! field context that decides which URL-ish content is legitimate there.
+//! field context that decides which URL-ish content is legitimate there (and
+//! each note's key and value once more, joined, for the secret rules).
 //!
 //! The walk is iterative (an explicit stack), so even a hand-built `Json`
 //! deeper than the parser allows cannot overflow the call stack. Paths are
 //! only formatted for strings that produce a finding.
 
 use super::rules::Rule;
+use super::FindingClass;
 use crate::core::json::{path, Json};
 
 /// Where a string sits, as far as the scanner cares.
@@ -21,12 +23,19 @@ pub(super) enum Context {
     /// `$.capabilities.tool_allowlist[N]` or an `allowed_tools` constraint
     /// value: ids like `diffdelta.self.head` or `system:status`.
     ToolId,
+    /// `$.pointers.notes[N].value` once more, as `"<key>: <value>"`. A note's
+    /// key labels its value, so `aws_secret_access_key` + `wJalrXUt…` is a
+    /// credential although neither string is one alone. Only secret rules
+    /// look at the join: everything else was checked on the two parts (and
+    /// a key such as `system` would read as a role header once joined).
+    NoteJoined,
 }
 
 impl Context {
     /// Whether this position legitimately holds what `rule` flags.
     pub(super) fn allows(self, rule: &Rule) -> bool {
-        rule.exempt.contains(&self)
+        (self == Context::NoteJoined && rule.class != FindingClass::Secret)
+            || rule.exempt.contains(&self)
     }
 }
 
@@ -37,6 +46,8 @@ enum Role {
     Pointers,
     Receipts,
     Receipt,
+    Notes,
+    Note,
     Constraints,
     Constraint(Kind),
     ConstraintValues(Kind),
@@ -63,6 +74,7 @@ fn member_role(parent: Role, key: &str) -> Role {
         (Role::Root, "constraints") => Role::Constraints,
         (Role::Root, "capabilities") => Role::Capabilities,
         (Role::Pointers, "receipts") => Role::Receipts,
+        (Role::Pointers, "notes") => Role::Notes,
         (Role::Receipt, "evidence_url") => Role::EvidenceUrl,
         (Role::Constraint(kind), "value") => Role::ConstraintValues(kind),
         (Role::Capabilities, "tool_allowlist") => Role::ToolAllowlist,
@@ -73,6 +85,7 @@ fn member_role(parent: Role, key: &str) -> Role {
 fn element_role(parent: Role, element: &Json) -> Role {
     match parent {
         Role::Receipts => Role::Receipt,
+        Role::Notes => Role::Note,
         Role::Constraints => Role::Constraint(match element.get("type").and_then(Json::as_str) {
             Some("allowed_domains") => Kind::Domains,
             Some("allowed_tools") => Kind::Tools,
@@ -107,10 +120,18 @@ pub(super) fn strings(root: &Json, mut visit: impl FnMut(&str, Context, &dyn Fn(
     while let Some((node, at, role)) = stack.pop() {
         match node {
             Json::Object(entries) => {
+                let note_key = match role {
+                    Role::Note => node.get("key").and_then(Json::as_str),
+                    _ => None,
+                };
                 for (key, value) in entries {
                     let member_path = || path::key(&at, key);
                     visit(key, Context::Text, &member_path);
                     let child = member_role(role, key);
+                    if let (Some(label), "value", Json::String(s)) = (note_key, key.as_str(), value)
+                    {
+                        visit(&format!("{label}: {s}"), Context::NoteJoined, &member_path);
+                    }
                     match value {
                         Json::String(s) => visit(s, context(child, s), &member_path),
                         Json::Object(_) | Json::Array(_) => {

@@ -357,3 +357,301 @@ fn non_object_capsule() {
         [R::AgentId, R::SchemaVersion, R::Policy]
     );
 }
+
+// ------------------------------------------------ fields the public clients write
+
+const READER: &str = "3b2f0d7c3a6d5f4c1c8b2a1a9f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9f";
+
+/// The example with every optional field the public deployment's clients write.
+fn full() -> Json {
+    with(|v| {
+        set(
+            v,
+            &["objectives", "0", "updated_at"],
+            "2026-02-10T12:34:56.789Z".into(),
+        );
+        set(
+            v,
+            &["objectives", "0", "tags"],
+            parse_str(r#"["continuity"]"#).unwrap(),
+        );
+        let r = ["pointers", "receipts", "0"];
+        set(v, &[r[0], r[1], r[2], "rationale"], "the spec".into());
+        set(
+            v,
+            &[r[0], r[1], r[2], "updated_at"],
+            "2026-02-10T12:34:56+02:00".into(),
+        );
+        set(
+            v,
+            &[r[0], r[1], r[2], "tags"],
+            parse_str(r#"["spec"]"#).unwrap(),
+        );
+        set(
+            v,
+            &["pointers", "notes"],
+            parse_str(
+                r#"[{"key":"repo.branch","value":"feat/x","updated_at":"2026-02-10T00:00:00Z","tags":["git"]},
+                    {"key":"ci:last_run","value":"green"}]"#,
+            )
+            .unwrap(),
+        );
+        set(
+            v,
+            &["access_control"],
+            parse_str(&format!(
+                r#"{{"public":false,"authorized_readers":["{READER}",
+                   {{"agent_id":"{}","scopes":["READ_HEAD","READ_VERIFY"],
+                     "expires_at":"2027-01-01T00:00:00Z","granted_at":"2026-02-10T00:00:00.123456789Z"}}]}}"#,
+                "ab".repeat(32)
+            ))
+            .unwrap(),
+        );
+    })
+}
+
+#[test]
+fn public_client_fields_are_accepted_and_typed() {
+    let c = validate_capsule(&full()).unwrap();
+    let o = &c.objectives.as_ref().unwrap()[0];
+    assert_eq!(o.updated_at.as_deref(), Some("2026-02-10T12:34:56.789Z"));
+    assert_eq!(o.tags.as_deref(), Some(&["continuity".to_string()][..]));
+    let p = c.pointers.as_ref().unwrap();
+    assert_eq!(
+        p.receipts.as_ref().unwrap()[0].rationale.as_deref(),
+        Some("the spec")
+    );
+    let notes = p.notes.as_ref().unwrap();
+    assert_eq!(
+        (notes[1].key.as_str(), notes[1].value.as_str()),
+        ("ci:last_run", "green")
+    );
+    assert_eq!(notes[1].updated_at, None);
+    let ac = c.access_control.as_ref().unwrap();
+    assert!(!ac.public && !c.is_public());
+    let [bare, grant] = &ac.authorized_readers[..] else {
+        panic!("two readers")
+    };
+    assert_eq!(bare.scopes, ReadScopes::ALL);
+    assert_eq!(
+        (bare.expires_at.as_deref(), bare.agent_id.as_str()),
+        (None, READER)
+    );
+    assert!(grant.scopes.allows(ReadScope::Head) && grant.scopes.allows(ReadScope::Verify));
+    assert!(!grant.scopes.allows(ReadScope::Capsule) && !grant.scopes.allows(ReadScope::History));
+    assert_eq!(grant.expires_at.as_deref(), Some("2027-01-01T00:00:00Z"));
+    // The model's JSON spells scopes as on the wire.
+    let json = serde_json::to_value(grant).unwrap();
+    assert_eq!(
+        json["scopes"],
+        serde_json::json!(["READ_HEAD", "READ_VERIFY"])
+    );
+
+    // Absent access_control, or one without readers, is as public as before.
+    assert!(check(EXAMPLE).unwrap().is_public());
+    let open = with(|v| {
+        set(
+            v,
+            &["access_control"],
+            parse_str(r#"{"public":true}"#).unwrap(),
+        )
+    });
+    let c = validate_capsule(&open).unwrap();
+    assert!(c.is_public());
+    assert_eq!(c.access_control.unwrap().authorized_readers, vec![]);
+    // Empty optional strings where the public deployment allows them.
+    let v = with(|v| set(v, &["pointers", "receipts", "0", "rationale"], "".into()));
+    assert!(validate_capsule(&v).is_ok());
+}
+
+#[test]
+fn new_field_rules() {
+    let ac = |s: &str| parse_str(s).unwrap();
+    let grant = |extra: &str| {
+        ac(&format!(
+            r#"{{"public":false,"authorized_readers":[{{"agent_id":"{READER}","scopes":["READ_HEAD"]{extra}}}]}}"#
+        ))
+    };
+    let note = |s: &str| ac(&format!("[{s}]"));
+    let cases: Vec<(&[&str], Json, R)> = vec![
+        (
+            &["objectives", "0", "updated_at"],
+            "2026-02-10".into(),
+            R::ObjectiveUpdatedAt,
+        ),
+        (
+            &["objectives", "0", "updated_at"],
+            Json::Number(1.0),
+            R::ObjectiveUpdatedAt,
+        ),
+        (
+            &["objectives", "0", "tags"],
+            ac(&format!(r#"["{}"]"#, "t".repeat(33))),
+            R::ObjectiveTags,
+        ),
+        (
+            &["objectives", "0", "tags"],
+            ac(r#"[""]"#),
+            R::ObjectiveTags,
+        ),
+        (&["objectives", "0", "tags"], "t".into(), R::ObjectiveTags),
+        (
+            &["pointers", "receipts", "0", "rationale"],
+            Json::String("r".repeat(201)),
+            R::ReceiptRationale,
+        ),
+        (
+            &["pointers", "receipts", "0", "updated_at"],
+            "2026-02-30T00:00:00Z".into(),
+            R::ReceiptUpdatedAt,
+        ),
+        (
+            &["pointers", "receipts", "0", "tags"],
+            ac("[1]"),
+            R::ReceiptTags,
+        ),
+        (&["pointers", "notes"], ac("{}"), R::Notes),
+        (&["pointers", "notes"], note(r#""k""#), R::Notes),
+        (
+            &["pointers", "notes"],
+            note(r#"{"key":"Has Space","value":"v"}"#),
+            R::NoteKey,
+        ),
+        (
+            &["pointers", "notes"],
+            note(&format!(r#"{{"key":"{}","value":"v"}}"#, "k".repeat(49))),
+            R::NoteKey,
+        ),
+        (&["pointers", "notes"], note(r#"{"value":"v"}"#), R::NoteKey),
+        (
+            &["pointers", "notes"],
+            note(r#"{"key":"k","value":""}"#),
+            R::NoteValue,
+        ),
+        (
+            &["pointers", "notes"],
+            note(&format!(r#"{{"key":"k","value":"{}"}}"#, "v".repeat(501))),
+            R::NoteValue,
+        ),
+        (
+            &["pointers", "notes"],
+            note(r#"{"key":"k","value":"v","updated_at":"2026-02-10T00:00:00"}"#),
+            R::NoteUpdatedAt,
+        ),
+        (
+            &["pointers", "notes"],
+            note(r#"{"key":"k","value":"v","tags":[null]}"#),
+            R::NoteTags,
+        ),
+        (&["access_control"], ac("true"), R::AccessControl),
+        (&["access_control"], ac("{}"), R::AccessControlPublic),
+        (
+            &["access_control"],
+            ac(r#"{"public":"false"}"#),
+            R::AccessControlPublic,
+        ),
+        (
+            &["access_control"],
+            ac(r#"{"public":false,"authorized_readers":{}}"#),
+            R::AuthorizedReaders,
+        ),
+        (
+            &["access_control"],
+            ac(r#"{"public":false,"authorized_readers":["ABC"]}"#),
+            R::AuthorizedReaderId,
+        ),
+        (
+            &["access_control"],
+            ac(r#"{"public":false,"authorized_readers":[7]}"#),
+            R::AuthorizedReaderId,
+        ),
+        (
+            &["access_control"],
+            ac(r#"{"public":false,"authorized_readers":[{"scopes":["READ_HEAD"]}]}"#),
+            R::AuthorizedReaderId,
+        ),
+    ];
+    for (p, val, want) in &cases {
+        let v = with(|v| set(v, p, val.clone()));
+        assert_eq!(codes_of(&v), [*want], "{p:?} = {val:?}");
+    }
+    let scopes = |s: &str| {
+        ac(&format!(
+            r#"{{"public":false,"authorized_readers":[{{"agent_id":"{READER}","scopes":{s}}}]}}"#
+        ))
+    };
+    for bad in [
+        "[]",
+        r#"["READ_ALL"]"#,
+        r#"["read_head"]"#,
+        r#"["READ_HEAD","READ_HEAD"]"#,
+        r#""READ_HEAD""#,
+        r#"["READ_HEAD","READ_CAPSULE","READ_HISTORY","READ_VERIFY","READ_HEAD"]"#,
+    ] {
+        let v = with(|v| set(v, &["access_control"], scopes(bad)));
+        assert_eq!(codes_of(&v), [R::AuthorizedReaderScope], "{bad}");
+    }
+    for extra in [
+        r#","expires_at":"tomorrow""#,
+        r#","granted_at":"2026-02-10T00:00:00+0100""#,
+    ] {
+        let v = with(|v| set(v, &["access_control"], grant(extra)));
+        assert_eq!(codes_of(&v), [R::AuthorizedReaderExpiry], "{extra}");
+    }
+    let v = with(|v| set(v, &["access_control"], grant(r#","scopes_extra":1"#)));
+    assert_eq!(codes_of(&v), [R::UnknownField]);
+}
+
+#[test]
+fn new_lists_are_capped_and_keyed_once() {
+    let list = |n: usize, item: &dyn Fn(usize) -> String| {
+        parse_str(&format!(
+            "[{}]",
+            (0..n).map(item).collect::<Vec<_>>().join(",")
+        ))
+        .unwrap()
+    };
+    let note = |i: usize| format!(r#"{{"key":"k{i}","value":"v"}}"#);
+    let v = with(|v| set(v, &["pointers", "notes"], list(20, &note)));
+    assert!(validate_capsule(&v).is_ok());
+    let v = with(|v| set(v, &["pointers", "notes"], list(21, &note)));
+    assert_eq!(codes_of(&v), [R::Notes]);
+    let v = with(|v| set(v, &["pointers", "notes"], list(2, &|_| note(0))));
+    let err = validate_capsule(&v).unwrap_err();
+    assert_eq!(codes(&err), [R::NoteKey]);
+    assert_eq!(err[0].path, "$.pointers.notes[1].key");
+
+    let tag = |i: usize| format!(r#""t{i}""#);
+    for (p, want) in [
+        (&["objectives", "0", "tags"][..], R::ObjectiveTags),
+        (&["pointers", "receipts", "0", "tags"], R::ReceiptTags),
+    ] {
+        let v = with(|v| set(v, p, list(10, &tag)));
+        assert!(validate_capsule(&v).is_ok());
+        let v = with(|v| set(v, p, list(11, &tag)));
+        assert_eq!(codes_of(&v), [want]);
+    }
+
+    let readers = |n: usize, id: &dyn Fn(usize) -> String| {
+        let mut ac = parse_str(r#"{"public":false}"#).unwrap();
+        set(&mut ac, &["authorized_readers"], list(n, id));
+        ac
+    };
+    let bare = |i: usize| format!(r#""{:064x}""#, i + 1);
+    let v = with(|v| set(v, &["access_control"], readers(20, &bare)));
+    assert!(validate_capsule(&v).is_ok());
+    let v = with(|v| set(v, &["access_control"], readers(21, &bare)));
+    assert_eq!(codes_of(&v), [R::AuthorizedReaders]);
+    // One grant per reader, whether bare or an object.
+    let twice = |i: usize| match i {
+        0 => format!(r#""{READER}""#),
+        _ => format!(r#"{{"agent_id":"{READER}","scopes":["READ_HEAD"]}}"#),
+    };
+    let v = with(|v| set(v, &["access_control"], readers(2, &twice)));
+    let err = validate_capsule(&v).unwrap_err();
+    assert_eq!(codes(&err), [R::AuthorizedReaderId]);
+    assert_eq!(
+        err[0].path,
+        "$.access_control.authorized_readers[1].agent_id"
+    );
+}
