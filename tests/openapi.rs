@@ -46,13 +46,23 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ("keys", KEYS_STATUSES, KEYS_CODES),
 ];
 
-const READ_STATUSES: &[u16] = &[200, 304, 400, 404, 503];
-const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 404, 410, 503];
+const READ_STATUSES: &[u16] = &[200, 304, 400, 401, 404, 503];
+const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 401, 404, 410, 503];
 const KEYS_STATUSES: &[u16] = &[200, 304, 503];
 const PUT_STATUSES: &[u16] = &[200, 400, 401, 409, 413, 422, 429, 503];
 const BOOTSTRAP_STATUSES: &[u16] = &[200, 400, 413, 503];
-const READ_CODES: &[&str] = &["bad_agent_id", "capsule_not_found", "service_unavailable"];
+const READ_CODES: &[&str] = &[
+    "bad_agent_id",
+    "capsule_not_found",
+    "service_unavailable",
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
+];
 const HISTORY_CODES: &[&str] = &[
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
     "bad_agent_id",
     "bad_query",
     "capsule_not_found",
@@ -60,6 +70,9 @@ const HISTORY_CODES: &[&str] = &[
     "service_unavailable",
 ];
 const SNAPSHOT_CODES: &[&str] = &[
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
     "bad_agent_id",
     "capsule_not_found",
     "snapshot_not_found",
@@ -124,6 +137,9 @@ const CLAIM_CODES: &[&str] = &[
 ];
 /// Codes that can never answer a PUT to capsule.json (every other code can).
 const NOT_ON_PUT: &[&str] = &[
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
     "capsule_not_found",
     "not_found",
     "method_not_allowed",

@@ -11,6 +11,9 @@ pub const READ_CACHE_CONTROL: &str = "public, max-age=60, must-revalidate";
 /// Errors, writes and bootstrap answers are never cached: a cached 404 would
 /// hide a capsule published a second later.
 pub const NO_STORE: &str = "no-store";
+/// `Cache-Control` of a signed read's answer (docs/PROTOCOL.md §12): for
+/// that reader alone, never in a shared or colo cache.
+pub const PRIVATE_NO_STORE: &str = "private, no-store";
 
 /// What a read answers, given the client's `If-None-Match` and the entity's
 /// tag (the unquoted value: a cursor's hex, a chain hash …).

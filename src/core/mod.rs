@@ -14,6 +14,7 @@
 //! | PUT envelope parsing and the write checks | [`write`]   |
 //! | quota windows and the retry cooldown      | [`quota`]   |
 //! | signed reads (RFC 9421): who is asking     | [`read_auth`] |
+//! | who may read a (private) capsule's documents | [`access`] |
 //! | KV record and head.json                   | [`record`]  |
 //! | KV mirror order and retry backoff         | [`mirror`]  |
 //! | If-None-Match, 304, read caching headers  | [`conditional`] |
@@ -27,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod bootstrap;
 pub mod conditional;
 pub mod crypto;

@@ -23,6 +23,7 @@
 //!   needs registering first).
 
 use crate::core::crypto::AgentId;
+use crate::core::reason::ReasonCode;
 use sha2::{Digest, Sha256};
 use std::fmt;
 use web_bot_auth::components::{CoveredComponent, DerivedComponent, HTTPField};
@@ -90,6 +91,16 @@ impl fmt::Display for ReadAuthError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReadAuthError::Invalid(m) | ReadAuthError::Expired(m) => f.write_str(m),
+        }
+    }
+}
+
+impl ReadAuthError {
+    /// The reason code the service answers with.
+    pub fn code(&self) -> ReasonCode {
+        match self {
+            ReadAuthError::Invalid(_) => ReasonCode::ReadSignatureInvalid,
+            ReadAuthError::Expired(_) => ReasonCode::ReadSignatureExpired,
         }
     }
 }
@@ -197,6 +208,44 @@ pub fn verify(req: &SignedRead<'_>, now_s: u64) -> Result<Reader, ReadAuthError>
         created_s,
         replay_until_s: created_s.saturating_add(MAX_AGE_S),
     })
+}
+
+/// Most nonces one reader may have live at once (one signed read a second,
+/// sustained over the whole window): bounds what one key can make the
+/// service store.
+pub const MAX_LIVE_NONCES: usize = 300;
+
+/// One reader's recently used nonces, each until its signature expires.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NonceBook {
+    seen: Vec<(String, u64)>,
+}
+
+/// What [`NonceBook::admit`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// First use: recorded.
+    Fresh,
+    /// Used before, and its signature could still be accepted.
+    Replayed,
+    /// The reader has [`MAX_LIVE_NONCES`] live nonces: refused until some expire.
+    Full,
+}
+
+impl NonceBook {
+    /// Admits `nonce` (remembered until `until_s`) at `now_s`, forgetting
+    /// nonces whose signatures can no longer be accepted anyway.
+    pub fn admit(&mut self, nonce: &str, until_s: u64, now_s: u64) -> Admit {
+        self.seen.retain(|(_, until)| *until >= now_s);
+        if self.seen.iter().any(|(n, _)| n == nonce) {
+            return Admit::Replayed;
+        }
+        if self.seen.len() >= MAX_LIVE_NONCES {
+            return Admit::Full;
+        }
+        self.seen.push((nonce.to_owned(), until_s));
+        Admit::Fresh
+    }
 }
 
 /// One line for a library error (never echoes the request back at length).

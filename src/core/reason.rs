@@ -152,6 +152,9 @@ reason_codes! {
     PaymentProviderUnavailable => "payment_provider_unavailable", 503, Server, "The service could not verify the payment on-chain just now; nothing was credited. Resend the same claim after retry_after_sec.";
     UpgradesNotConfigured => "upgrades_not_configured", 503, Server, "This deployment takes no payments; stay on the free tier.";
     // --- read side and generic errors (bodies of the form {"error": code}) ---
+    ReadSignatureInvalid => "read_signature_invalid", 401, Signature, "Sign the read as docs/PROTOCOL.md section 12 says: cover \"@method\" and \"@target-uri\", send created, nonce and keyid (your agent id), and Self-Public-Key; fix the signer, do not retry unchanged.";
+    ReadSignatureExpired => "read_signature_expired", 401, Signature, "Sign every read afresh with created = now (accepted for 300 s, 30 s of clock skew); check the clock.";
+    ReadSignatureReplayed => "read_signature_replayed", 401, Signature, "Use a fresh nonce for every signed read, retries included.";
     CapsuleNotFound => "capsule_not_found", 404, Request, "No capsule published for this agent yet; publish one or check the agent id.";
     CursorNotFound => "cursor_not_found", 410, Request, "The cursor was pruned from the retained history or never existed; start over from history_url (or capsule.json).";
     SnapshotNotFound => "snapshot_not_found", 404, Request, "No retained version has this cursor (pruned or never published); read history.json for what is retained.";

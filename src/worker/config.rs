@@ -19,6 +19,8 @@ pub const IP_QUOTA_DO_BINDING: &str = "IP_QUOTA_DO";
 pub const TAGS_DO_BINDING: &str = "TAGS_DO";
 /// The per-payment record binding.
 pub const PAYMENT_DO_BINDING: &str = "PAYMENT_DO";
+/// One object per reader (agent id): the nonces of its signed reads.
+pub const NONCE_DO_BINDING: &str = "NONCE_DO";
 /// Var naming the service's public origin (`https://host[:port]`), which
 /// bootstrap builds its absolute URLs on.
 pub const PUBLIC_ORIGIN_VAR: &str = "SELFCAP_PUBLIC_ORIGIN";

@@ -13,14 +13,18 @@
 //! | [`QuoteSlot`]        | quote handler   | the client address's quota object |
 //! | [`TagAsk`]           | the agent object| the tag book of one price |
 //! | [`PaymentBind`]      | the agent object| the record of one payment |
+//! | [`NonceCheck`]       | a signed read   | the nonce book of its reader |
 //!
 //! The objects are not reachable from outside the Worker, so they trust
 //! these headers (the agent and "now" in particular).
 
 use super::clock;
-use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING};
+use super::config::{
+    AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, NONCE_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING,
+};
 use crate::core::crypto::AgentId;
 use crate::core::limits::Tier;
+use crate::core::read_auth::Admit;
 use crate::core::upgrade::outcome::PaymentRecord;
 use serde::{Deserialize, Serialize};
 use worker::js_sys::Uint8Array;
@@ -34,6 +38,7 @@ const QUOTE_URL: &str = "https://agent.do/quote";
 const CLAIM_URL: &str = "https://agent.do/claim";
 const TAG_URL: &str = "https://tags.do/allocate";
 const BIND_URL: &str = "https://payment.do/bind";
+const NONCE_URL: &str = "https://nonce.do/check";
 /// The agent (a Durable Object does not reliably know its own name).
 const AGENT_HEADER: &str = "x-selfcap-agent";
 /// The Worker's "now", so both halves of one request agree on the time.
@@ -434,5 +439,49 @@ impl PaymentBind {
     /// Payment-record side: the answer.
     pub fn answer(bound: bool) -> worker::Result<Response> {
         answer(&BindAnswer { bound })
+    }
+}
+
+/// Admits the nonce of a verified signed read (see `NonceBook::admit`).
+#[derive(Serialize, Deserialize)]
+pub struct NonceCheck {
+    /// The signature's nonce.
+    pub nonce: String,
+    /// Until when it must be remembered (Unix seconds).
+    pub until_s: u64,
+    /// "Now" (Unix seconds).
+    pub now_s: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct NonceAnswer {
+    /// `fresh`, `replayed` or `full`.
+    admit: String,
+}
+
+impl NonceCheck {
+    /// Worker side: the reader's nonce book decides.
+    pub async fn send(&self, env: &Env, reader: &AgentId) -> worker::Result<Admit> {
+        let a: NonceAnswer = ask(env, NONCE_DO_BINDING, reader.as_str(), NONCE_URL, self).await?;
+        Ok(match a.admit.as_str() {
+            "fresh" => Admit::Fresh,
+            "full" => Admit::Full,
+            _ => Admit::Replayed,
+        })
+    }
+    /// Nonce-book side: reads a request.
+    pub async fn read(req: Request) -> worker::Result<Option<NonceCheck>> {
+        read_posted(req, NONCE_URL).await
+    }
+    /// Nonce-book side: the answer.
+    pub fn answer(admit: Admit) -> worker::Result<Response> {
+        let admit = match admit {
+            Admit::Fresh => "fresh",
+            Admit::Replayed => "replayed",
+            Admit::Full => "full",
+        };
+        answer(&NonceAnswer {
+            admit: admit.into(),
+        })
     }
 }

@@ -6,7 +6,7 @@
 //! fresh is decided by `core::conditional`.
 
 use crate::core::conditional::{etag_header, Answer};
-pub use crate::core::conditional::{NO_STORE, READ_CACHE_CONTROL};
+pub use crate::core::conditional::{NO_STORE, PRIVATE_NO_STORE, READ_CACHE_CONTROL};
 use crate::core::reason::ReasonCode;
 use crate::core::upgrade::Refusal;
 use crate::core::urls::Method;
@@ -225,6 +225,7 @@ pub fn set(h: &Headers, name: &str, value: &str) {
 pub struct CachedRead {
     if_none_match: Option<String>,
     head_only: bool,
+    cache_control: &'static str,
 }
 
 impl CachedRead {
@@ -233,7 +234,14 @@ impl CachedRead {
         CachedRead {
             if_none_match: req.headers().get("If-None-Match").ok().flatten(),
             head_only,
+            cache_control: READ_CACHE_CONTROL,
         }
+    }
+
+    /// For one reader only (a signed read): `private, no-store`.
+    pub fn private(mut self) -> CachedRead {
+        self.cache_control = PRIVATE_NO_STORE;
+        self
     }
 
     /// The 304 when the client already holds the entity tagged `etag`
@@ -241,7 +249,7 @@ impl CachedRead {
     pub fn fresh(&self, etag: &str) -> Option<Response> {
         match Answer::of(self.if_none_match.as_deref(), etag) {
             Answer::NotModified => {
-                let resp = respond(304, None, READ_CACHE_CONTROL);
+                let resp = respond(304, None, self.cache_control);
                 set(resp.headers(), "ETag", &etag_header(etag));
                 Some(resp)
             }
@@ -254,7 +262,7 @@ impl CachedRead {
         if let Some(not_modified) = self.fresh(etag) {
             return not_modified;
         }
-        let resp = respond(200, (!self.head_only).then_some(body), READ_CACHE_CONTROL);
+        let resp = respond(200, (!self.head_only).then_some(body), self.cache_control);
         let h = resp.headers();
         set(h, "ETag", &etag_header(etag));
         if self.head_only {

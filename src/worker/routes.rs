@@ -1,9 +1,12 @@
 //! Dispatch: `core::urls` decides what a request is (route, method, agent
 //! id); this file only calls the handler for it.
 
+use super::clock;
 use super::config::Config;
-use super::handlers::{bootstrap, history, keys, mcp, reads, upgrade, write};
+use super::handlers::reads::ReadAs;
+use super::handlers::{bootstrap, history, keys, mcp, reads, signer, upgrade, write};
 use super::http::{self, Audience, CachedRead};
+use crate::core::access;
 use crate::core::reason::ReasonCode;
 use crate::core::urls::{Action, Doc, Method, Route};
 use worker::{Env, Request, Response};
@@ -37,12 +40,31 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
             agent,
             head_only,
         } => {
-            let read = CachedRead::of(&req, head_only);
+            let now_ms = clock::request_now_ms(&req, cfg.test_clock);
+            // A signature is checked before anything about the capsule is read.
+            let reader = match signer::of(&req, env, now_ms).await? {
+                Ok(r) => r,
+                Err(refused) => {
+                    return Ok(http::error(refused.code, audience, Some(&refused.detail)))
+                }
+            };
+            let mut read = CachedRead::of(&req, head_only);
+            if reader.is_some() {
+                // Whatever a signed read gets is for that reader alone.
+                read = read.private();
+            }
             match doc {
                 Doc::Head | Doc::Capsule => {
-                    reads::handle(&req, env, cfg, doc, &agent, read).await?
+                    reads::handle(&req, env, cfg, doc, &agent, read, reader.as_ref()).await?
                 }
-                _ => history::handle(&url, env, doc, &agent, read).await?,
+                _ => {
+                    let read_as = ReadAs {
+                        reader: reader.as_ref(),
+                        scope: access::scope_of(&doc),
+                        now_ms,
+                    };
+                    history::handle(&url, env, doc, &agent, read, &read_as).await?
+                }
             }
         }
     })

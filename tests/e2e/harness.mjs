@@ -64,6 +64,7 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
           IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
           TAGS_DO: { className: "TagsDO", useSQLite: true },
           PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
+          NONCE_DO: { className: "NonceDO", useSQLite: true },
         },
     durableObjectsPersist: false,
     bindings: {

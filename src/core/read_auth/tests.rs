@@ -235,3 +235,19 @@ fn missing_parameters_and_components_are_named() {
         .to_string()
         .contains("64 hex"));
 }
+
+#[test]
+fn a_nonce_is_single_use_while_its_signature_lives() {
+    let mut book = NonceBook::default();
+    assert_eq!(book.admit("n1", NOW + 300, NOW), Admit::Fresh);
+    assert_eq!(book.admit("n1", NOW + 300, NOW + 299), Admit::Replayed);
+    assert_eq!(book.admit("n2", NOW + 300, NOW), Admit::Fresh);
+    // Past its horizon a nonce is forgotten (its signature is stale anyway).
+    assert_eq!(book.admit("n1", NOW + 700, NOW + 301), Admit::Fresh);
+    let mut full = NonceBook::default();
+    for i in 0..MAX_LIVE_NONCES {
+        assert_eq!(full.admit(&format!("n{i}"), NOW + 300, NOW), Admit::Fresh);
+    }
+    assert_eq!(full.admit("one-more", NOW + 300, NOW), Admit::Full);
+    assert_eq!(full.admit("one-more", NOW + 300, NOW + 301), Admit::Fresh);
+}

@@ -6,6 +6,7 @@
 //! Export is assembled by the agent's Durable Object from its own storage;
 //! its 304 is still decided from KV without waking the object.
 
+use super::reads::{self, ReadAs};
 use super::{text_or_404, unreadable, Miss};
 use crate::core::crypto::AgentId;
 use crate::core::history::{HistoryIndex, Query, QueryError};
@@ -68,7 +69,12 @@ pub async fn handle(
     doc: Doc<'_>,
     agent: &AgentId,
     read: CachedRead,
+    read_as: &ReadAs<'_>,
 ) -> worker::Result<Response> {
+    // A private capsule's history is as private as the capsule (§12).
+    if let Err(miss) = reads::readable(env, agent, read_as).await? {
+        return Ok(miss.response());
+    }
     let kv = Kv::of(env)?;
     let index = match index(&kv, agent).await? {
         Ok(i) => i,

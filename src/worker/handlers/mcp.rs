@@ -10,7 +10,8 @@
 //! the service's reason code; only unreadable messages are JSON-RPC errors.
 
 use super::history;
-use super::reads::{self, Stored};
+use super::reads::{self, ReadAs, Stored};
+use super::signer;
 use super::write::{self, Written};
 use super::Miss;
 use crate::core::conditional;
@@ -19,6 +20,7 @@ use crate::core::history::Query;
 use crate::core::mcp::results::{self, Answer};
 use crate::core::mcp::rpc::{self, Outcome, MAX_MESSAGE_BYTES, VERSION_HEADER};
 use crate::core::mcp::Call;
+use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
@@ -39,14 +41,24 @@ pub async fn handle(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Re
         Outcome::Accepted => Ok(http::respond(202, None, NO_STORE)),
         Outcome::Reply { status, body } => http::json(status, &body, NO_STORE),
         Outcome::Run { id, call } => {
-            let answer = match run(req, env, cfg, call).await {
-                Ok(a) => a,
-                // Storage or the agent's object failed: the model gets the
-                // 503's code and when to retry, not a transport error.
-                Err(e) => {
-                    log::event("mcp_tool_failed", &[("error", &e.to_string())]);
-                    unavailable()
-                }
+            let now_ms = clock::request_now_ms(req, cfg.test_clock);
+            // A signed POST names its reader (§12); a bad signature is a tool
+            // error, not an HTTP 401, which MCP clients take for "log in".
+            let answer = match signer::of(req, env, now_ms).await? {
+                Err(refused) => results::error(
+                    refused.code.as_str(),
+                    refused.detail,
+                    refused.code.bot_action(),
+                ),
+                Ok(reader) => match run(req, env, cfg, call, reader.as_ref(), now_ms).await {
+                    Ok(a) => a,
+                    // Storage or the agent's object failed: the model gets the
+                    // 503's code and when to retry, not a transport error.
+                    Err(e) => {
+                        log::event("mcp_tool_failed", &[("error", &e.to_string())]);
+                        unavailable()
+                    }
+                },
             };
             http::json(200, &rpc::tool_response(&id, &answer), NO_STORE)
         }
@@ -55,13 +67,28 @@ pub async fn handle(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Re
 
 /// Runs one typed call. The remote door's arguments always name the agent
 /// (`Call::parse` requires it there), and offers none of the keyed tools.
-async fn run(req: &Request, env: &Env, cfg: &Config, call: Call) -> worker::Result<Answer> {
+async fn run(
+    req: &Request,
+    env: &Env,
+    cfg: &Config,
+    call: Call,
+    reader: Option<&AgentId>,
+    now_ms: u64,
+) -> worker::Result<Answer> {
+    let read_as = |scope| ReadAs {
+        reader,
+        scope,
+        now_ms,
+    };
     match call {
-        Call::Read { agent: Some(agent) } => read(env, &agent).await,
+        Call::Read { agent: Some(agent) } => read(env, &agent, &read_as(ReadScope::Capsule)).await,
         Call::Subscribe {
             agent: Some(agent),
             etag,
-        } => subscribe(req, env, cfg, &agent, etag.as_deref()).await,
+        } => {
+            let r = read_as(ReadScope::Head);
+            subscribe(req, env, cfg, &agent, etag.as_deref(), &r).await
+        }
         Call::History {
             agent: Some(agent),
             since,
@@ -75,9 +102,11 @@ async fn run(req: &Request, env: &Env, cfg: &Config, call: Call) -> worker::Resu
             if let Some(l) = limit {
                 query.limit = l as usize;
             }
-            history(env, &agent, query).await
+            history(env, &agent, query, &read_as(ReadScope::History)).await
         }
-        Call::Verify { agent: Some(agent) } => verify(env, &agent).await,
+        Call::Verify { agent: Some(agent) } => {
+            verify(env, &agent, &read_as(ReadScope::Verify)).await
+        }
         Call::Submit { envelope } => {
             let agent = match rpc::submit_target(&envelope) {
                 Ok(a) => a,
@@ -91,9 +120,9 @@ async fn run(req: &Request, env: &Env, cfg: &Config, call: Call) -> worker::Resu
 }
 
 /// `self_read`: what capsule.json serves, with its cursor.
-async fn read(env: &Env, agent: &AgentId) -> worker::Result<Answer> {
+async fn read(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Result<Answer> {
     // Nothing is held: a read always wants the capsule.
-    let record = match reads::record(env, agent, |_| None).await? {
+    let record = match reads::record(env, agent, read_as, |_| None).await? {
         Ok(Stored::Current(r)) => r,
         Ok(Stored::Held(answer)) => return Ok(answer),
         Err(miss) => return Ok(missed(miss, agent)),
@@ -112,12 +141,13 @@ async fn subscribe(
     cfg: &Config,
     agent: &AgentId,
     etag: Option<&str>,
+    read_as: &ReadAs<'_>,
 ) -> worker::Result<Answer> {
     let held = |current: &str| {
         etag.filter(|given| conditional::matches(given, current))
             .map(|_| results::unchanged(agent.as_str(), current))
     };
-    Ok(match reads::record(env, agent, held).await? {
+    Ok(match reads::record(env, agent, read_as, held).await? {
         Ok(Stored::Held(unchanged)) => unchanged,
         Ok(Stored::Current(r)) => {
             let now_ms = clock::request_now_ms(req, cfg.test_clock);
@@ -129,7 +159,15 @@ async fn subscribe(
 
 /// `self_history`: the history.json page for `since` / `limit`, without
 /// the capsules.
-async fn history(env: &Env, agent: &AgentId, query: Query) -> worker::Result<Answer> {
+async fn history(
+    env: &Env,
+    agent: &AgentId,
+    query: Query,
+    read_as: &ReadAs<'_>,
+) -> worker::Result<Answer> {
+    if let Err(miss) = reads::readable(env, agent, read_as).await? {
+        return Ok(missed(miss, agent));
+    }
     let kv = Kv::of(env)?;
     let index = match history::index(&kv, agent).await? {
         Ok(i) => i,
@@ -142,7 +180,10 @@ async fn history(env: &Env, agent: &AgentId, query: Query) -> worker::Result<Ans
 }
 
 /// `self_verify`: the report verify.json serves.
-async fn verify(env: &Env, agent: &AgentId) -> worker::Result<Answer> {
+async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Result<Answer> {
+    if let Err(miss) = reads::readable(env, agent, read_as).await? {
+        return Ok(missed(miss, agent));
+    }
     Ok(match history::index(&Kv::of(env)?, agent).await? {
         Ok(index) => results::verify(&index.report, "service"),
         Err(miss) => missed(miss, agent),

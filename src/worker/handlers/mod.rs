@@ -15,12 +15,14 @@
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
 //! | `POST /mcp`: the remote MCP tools           | [`mcp`]       |
+//! | who signed a read (RFC 9421), nonce admitted | [`signer`]    |
 
 pub mod bootstrap;
 pub mod history;
 pub mod keys;
 pub mod mcp;
 pub mod reads;
+pub mod signer;
 pub mod upgrade;
 pub mod write;
 

@@ -1,4 +1,5 @@
-//! `GET`/`HEAD` of head.json and capsule.json: one KV read, no Durable Object.
+//! `GET`/`HEAD` of head.json and capsule.json: one KV read, no Durable Object
+//! (a signed read also admits its nonce, `handlers::signer`).
 //! Reads are the hot path (agents poll head.json), so they never wake the
 //! per-agent object and answer `If-None-Match` with a bodiless 304.
 //!
@@ -6,8 +7,11 @@
 //! `self_subscribe`; [`handle`] makes the HTTP answer of it.
 
 use super::{text_or_404, unreadable, Miss};
+use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
 use crate::core::jcs::cursor_hex;
+use crate::core::model::ReadScope;
+use crate::core::reason::ReasonCode;
 use crate::core::record::{kv_key, Record};
 use crate::core::urls::Doc;
 use crate::worker::clock;
@@ -17,10 +21,37 @@ use crate::worker::kv::Kv;
 use serde::Deserialize;
 use worker::{Env, Request, Response};
 
-/// Just the cursor of a stored record.
+/// The parts of a stored record a read looks at before parsing it whole:
+/// the cursor (304s) and whether the capsule is private (§12). Serde skips
+/// everything else without building it.
 #[derive(Deserialize)]
-struct CursorPeek {
+struct Peek {
     cursor: String,
+    #[serde(default)]
+    capsule: CapsulePeek,
+}
+
+#[derive(Deserialize, Default)]
+struct CapsulePeek {
+    #[serde(default)]
+    access_control: Option<AccessPeek>,
+}
+
+#[derive(Deserialize)]
+struct AccessPeek {
+    // Absent cannot pass validation; if it ever is, fail closed.
+    #[serde(default)]
+    public: bool,
+}
+
+/// Who reads which scope, and when (for the access decision of §12).
+pub struct ReadAs<'a> {
+    /// The verified signer (`handlers::signer`); `None` for an unsigned read.
+    pub reader: Option<&'a AgentId>,
+    /// What the document needs (`core::access::scope_of`).
+    pub scope: ReadScope,
+    /// The request's clock (grant expiry).
+    pub now_ms: u64,
 }
 
 /// What KV holds for an agent, as far as the caller needs it.
@@ -32,28 +63,84 @@ pub enum Stored<T> {
     Current(Record),
 }
 
-/// An agent's record from KV. `held` is asked with the current entity tag
-/// (the cursor's hex) and answers `Some` when the caller already has it:
-/// the polling hot path then only peeks at one field (serde skips the
-/// capsule without building it) and never parses the whole record.
+/// The access decision over a stored record's text: `Ok(peek, None)` for a
+/// public capsule (nothing parsed beyond the peek), `Ok(_, Some(record))`
+/// for a private one this reader may read, and for one it may not the very
+/// miss of an agent that never published (§12: existence is not revealed).
+fn admit(
+    raw: &str,
+    agent: &AgentId,
+    read_as: &ReadAs<'_>,
+) -> Result<(Option<Peek>, Option<Record>), Miss> {
+    let peek = serde_json::from_str::<Peek>(raw).ok();
+    let private = peek
+        .as_ref()
+        .is_some_and(|p| p.capsule.access_control.as_ref().is_some_and(|a| !a.public));
+    if !private {
+        return Ok((peek, None));
+    }
+    // Unsigned: no need even to parse the record.
+    if read_as.reader.is_none() {
+        return Err(Miss::code(ReasonCode::CapsuleNotFound));
+    }
+    let record: Record = serde_json::from_str(raw)
+        .map_err(|e| unreadable("kv_record_unreadable", agent, &e.to_string()))?;
+    match access::decide(
+        &record.capsule,
+        agent.as_str(),
+        read_as.reader.map(AgentId::as_str),
+        read_as.scope,
+        read_as.now_ms,
+    ) {
+        Decision::Hidden => Err(Miss::code(ReasonCode::CapsuleNotFound)),
+        Decision::Public | Decision::Granted => Ok((peek, Some(record))),
+    }
+}
+
+/// An agent's record from KV, if `read_as` may read it. `held` is asked
+/// with the current entity tag (the cursor's hex) and answers `Some` when
+/// the caller already has it: on the polling hot path (a public capsule)
+/// only the peek is parsed, never the whole record.
 pub async fn record<T>(
     env: &Env,
     agent: &AgentId,
+    read_as: &ReadAs<'_>,
     held: impl FnOnce(&str) -> Option<T>,
 ) -> worker::Result<Result<Stored<T>, Miss>> {
     let raw = match text_or_404(&Kv::of(env)?, &kv_key(agent)).await? {
         Ok(raw) => raw,
         Err(miss) => return Ok(Err(miss)),
     };
-    if let Ok(peek) = serde_json::from_str::<CursorPeek>(&raw) {
+    let (peek, admitted) = match admit(&raw, agent, read_as) {
+        Ok(x) => x,
+        Err(miss) => return Ok(Err(miss)),
+    };
+    if let Some(peek) = peek {
         if let Some(answer) = held(cursor_hex(&peek.cursor)) {
             return Ok(Ok(Stored::Held(answer)));
         }
+    }
+    if let Some(record) = admitted {
+        return Ok(Ok(Stored::Current(record)));
     }
     Ok(match serde_json::from_str(&raw) {
         Ok(r) => Ok(Stored::Current(r)),
         Err(e) => Err(unreadable("kv_record_unreadable", agent, &e.to_string())),
     })
+}
+
+/// Whether `read_as` may read `agent`'s documents at all (the history
+/// routes, which are served from other keys, ask this first).
+pub async fn readable(
+    env: &Env,
+    agent: &AgentId,
+    read_as: &ReadAs<'_>,
+) -> worker::Result<Result<(), Miss>> {
+    let raw = match text_or_404(&Kv::of(env)?, &kv_key(agent)).await? {
+        Ok(raw) => raw,
+        Err(miss) => return Ok(Err(miss)),
+    };
+    Ok(admit(&raw, agent, read_as).map(|_| ()))
 }
 
 /// head.json or capsule.json (`doc` is one of the two).
@@ -64,9 +151,15 @@ pub async fn handle(
     doc: Doc<'_>,
     agent: &AgentId,
     read: CachedRead,
+    reader: Option<&AgentId>,
 ) -> worker::Result<Response> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let record = match record(env, agent, |etag| read.fresh(etag)).await? {
+    let read_as = ReadAs {
+        reader,
+        scope: access::scope_of(&doc),
+        now_ms,
+    };
+    let record = match record(env, agent, &read_as, |etag| read.fresh(etag)).await? {
         Ok(Stored::Current(r)) => r,
         Ok(Stored::Held(not_modified)) => return Ok(not_modified),
         Err(miss) => return Ok(miss.response()),

@@ -4,5 +4,6 @@
 
 pub mod agent;
 pub mod ip_quota;
+pub mod nonces;
 pub mod payment;
 pub mod tags;

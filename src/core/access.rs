@@ -1,0 +1,195 @@
+//! Who may read a capsule's documents (docs/PROTOCOL.md §12). Decided from
+//! the stored capsule's `access_control` (validated when it was written), the
+//! verified signer if any ([`crate::core::read_auth`]) and the document's
+//! scope. Pure; the Worker asks before answering any read.
+
+use crate::core::json::Json;
+use crate::core::model::ReadScope;
+use crate::core::time::parse_rfc3339;
+use crate::core::urls::Doc;
+
+/// The scope a document needs.
+pub fn scope_of(doc: &Doc<'_>) -> ReadScope {
+    match doc {
+        Doc::Head => ReadScope::Head,
+        Doc::Capsule => ReadScope::Capsule,
+        Doc::History | Doc::Snapshot(_) | Doc::Export => ReadScope::History,
+        Doc::Verify => ReadScope::Verify,
+    }
+}
+
+/// What a read may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// A public capsule: anyone, and the answer may be cached publicly.
+    Public,
+    /// A private capsule the signer may read: answer, never cacheable by others.
+    Granted,
+    /// Not for this reader: answer exactly as if the capsule did not exist.
+    Hidden,
+}
+
+/// Whether the capsule is public (no `access_control`, or `public: true`).
+pub fn is_public(capsule: &Json) -> bool {
+    match capsule.get("access_control") {
+        None => true,
+        // Validated at write time; anything else fails closed.
+        Some(ac) => ac.get("public").and_then(Json::as_bool) == Some(true),
+    }
+}
+
+/// May `reader` (a verified signer's agent id; `None`: unsigned) read the
+/// document of `scope` of `owner`'s `capsule` at `now_ms`?
+pub fn decide(
+    capsule: &Json,
+    owner: &str,
+    reader: Option<&str>,
+    scope: ReadScope,
+    now_ms: u64,
+) -> Decision {
+    if is_public(capsule) {
+        return Decision::Public;
+    }
+    let Some(reader) = reader else {
+        return Decision::Hidden;
+    };
+    if reader == owner || granted(capsule, reader, scope, now_ms) {
+        Decision::Granted
+    } else {
+        Decision::Hidden
+    }
+}
+
+/// Whether `authorized_readers` has a live grant of `scope` for `reader`.
+fn granted(capsule: &Json, reader: &str, scope: ReadScope, now_ms: u64) -> bool {
+    let readers = capsule
+        .get("access_control")
+        .and_then(|a| a.get("authorized_readers"))
+        .and_then(Json::as_array)
+        .unwrap_or(&[]);
+    readers.iter().any(|r| match r {
+        // A bare agent id: every scope, no expiry.
+        Json::String(id) => id == reader,
+        Json::Object(_) => {
+            r.get("agent_id").and_then(Json::as_str) == Some(reader)
+                && r.get("scopes")
+                    .and_then(Json::as_array)
+                    .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope.as_str())))
+                && match r.get("expires_at").and_then(Json::as_str) {
+                    None => true,
+                    // An unreadable date fails closed.
+                    Some(t) => parse_rfc3339(t).is_some_and(|until| now_ms < until),
+                }
+        }
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::json::parse_str;
+
+    const OWNER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const C: &str = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+    // 2026-01-01T00:00:00Z
+    const NOW: u64 = 1_767_225_600_000;
+
+    fn capsule(ac: &str) -> Json {
+        parse_str(&format!(
+            r#"{{"agent_id":"{OWNER}","access_control":{ac}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn without_access_control_or_public_true_everyone_reads() {
+        let none = parse_str(r#"{"agent_id":"x"}"#).unwrap();
+        assert_eq!(
+            decide(&none, OWNER, None, ReadScope::Capsule, NOW),
+            Decision::Public
+        );
+        let public = capsule(r#"{"public":true,"authorized_readers":[]}"#);
+        assert_eq!(
+            decide(&public, OWNER, None, ReadScope::History, NOW),
+            Decision::Public
+        );
+    }
+
+    #[test]
+    fn private_hides_from_the_unsigned_and_strangers_not_from_the_owner() {
+        let c = capsule(r#"{"public":false}"#);
+        assert_eq!(
+            decide(&c, OWNER, None, ReadScope::Head, NOW),
+            Decision::Hidden
+        );
+        assert_eq!(
+            decide(&c, OWNER, Some(A), ReadScope::Head, NOW),
+            Decision::Hidden
+        );
+        assert_eq!(
+            decide(&c, OWNER, Some(OWNER), ReadScope::History, NOW),
+            Decision::Granted
+        );
+    }
+
+    #[test]
+    fn grants_follow_scope_and_expiry() {
+        let c = capsule(&format!(
+            r#"{{"public":false,"authorized_readers":["{A}",
+                {{"agent_id":"{B}","scopes":["READ_HEAD"]}},
+                {{"agent_id":"{C}","scopes":["READ_CAPSULE"],"expires_at":"2026-01-01T00:00:00Z"}}]}}"#
+        ));
+        for s in ReadScope::ALL {
+            assert_eq!(
+                decide(&c, OWNER, Some(A), s, NOW),
+                Decision::Granted,
+                "{s:?}"
+            );
+        }
+        assert_eq!(
+            decide(&c, OWNER, Some(B), ReadScope::Head, NOW),
+            Decision::Granted
+        );
+        assert_eq!(
+            decide(&c, OWNER, Some(B), ReadScope::Capsule, NOW),
+            Decision::Hidden
+        );
+        // Expires exactly now: gone.
+        assert_eq!(
+            decide(&c, OWNER, Some(C), ReadScope::Capsule, NOW),
+            Decision::Hidden
+        );
+        assert_eq!(
+            decide(&c, OWNER, Some(C), ReadScope::Capsule, NOW - 1),
+            Decision::Granted
+        );
+    }
+
+    #[test]
+    fn anything_unexpected_fails_closed() {
+        let c = capsule(r#"{"public":"no"}"#);
+        assert_eq!(
+            decide(&c, OWNER, None, ReadScope::Head, NOW),
+            Decision::Hidden
+        );
+        let c = capsule(&format!(
+            r#"{{"public":false,"authorized_readers":[{{"agent_id":"{A}","scopes":["READ_HEAD"],"expires_at":"soon"}}]}}"#
+        ));
+        assert_eq!(
+            decide(&c, OWNER, Some(A), ReadScope::Head, NOW),
+            Decision::Hidden
+        );
+    }
+
+    #[test]
+    fn documents_map_to_their_scopes() {
+        assert_eq!(scope_of(&Doc::Head), ReadScope::Head);
+        assert_eq!(scope_of(&Doc::Capsule), ReadScope::Capsule);
+        assert_eq!(scope_of(&Doc::Export), ReadScope::History);
+        assert_eq!(scope_of(&Doc::Snapshot("x")), ReadScope::History);
+        assert_eq!(scope_of(&Doc::Verify), ReadScope::Verify);
+    }
+}

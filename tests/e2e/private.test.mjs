@@ -1,0 +1,187 @@
+// Private capsules and signed reads (docs/PROTOCOL.md §12) in workerd: a
+// capsule with access_control.public = false is unreadable without an RFC
+// 9421 signature, with a bare X-Self-Agent-Id header, with a signature by a
+// non-reader, with an expired grant, with a replayed or stale signature or
+// one made for another path; readable by the owner and by a granted reader
+// with the right scope. Signatures are made with npm `http-message-sig`
+// (Cloudflare's RFC 9421 implementation) and Node's Ed25519, independently of
+// the service's Rust verifier.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import { createSignatureSync } from "http-message-sig";
+import { startWorker, BASE } from "./harness.mjs";
+import { newAgent, exampleCapsule, publish, capsulePath, headPath, cursorOf, sha256hex } from "./helpers.mjs";
+
+let w;
+after(async () => {
+  await w?.close();
+});
+
+const docs = (id) => ({
+  head: headPath(id),
+  capsule: capsulePath(id),
+  history: `/self/${id}/history.json`,
+  verify: `/self/${id}/verify.json`,
+  export: `/self/${id}/export.json`,
+  v1capsule: `/api/v1/self/${id}/capsule.json`,
+});
+
+/** Signed-read headers for `agent` (RFC 9421 via http-message-sig). */
+function signedHeaders(agent, method, path, { created = Math.floor(Date.now() / 1000), nonce = crypto.randomBytes(16).toString("base64url"), keyid = agent.agentId } = {}) {
+  const signer = { algorithm: "ed25519", sign: (d) => new Uint8Array(crypto.sign(null, Buffer.from(d), agent.privateKey)) };
+  const { signature, signatureInput } = createSignatureSync(
+    { kind: "request", method, targetUri: BASE + path, fields: [] },
+    { label: "sig1", components: ["@method", "@target-uri"], parameters: { created, nonce, keyid, alg: "ed25519" }, signer },
+  );
+  return { "signature-input": signatureInput, signature, "self-public-key": agent.publicHex };
+}
+
+const get = (path, headers = {}, method = "GET") => w.fetch(path, { method, headers });
+const signedGet = (agent, path, opts) => get(path, signedHeaders(agent, "GET", path, opts));
+
+const owner = newAgent();
+const all = newAgent(); // bare agent id: every scope
+const headOnly = newAgent(); // READ_HEAD only
+const expired = newAgent(); // READ_CAPSULE, expired
+const stranger = newAgent();
+let privateCapsule;
+let nobody; // an agent that never published
+
+function capsuleWith(access, motto = "Kept to ourselves.") {
+  return exampleCapsule(owner.agentId, { self_motto: motto, access_control: access });
+}
+const privateAccess = () => ({
+  public: false,
+  authorized_readers: [
+    all.agentId,
+    { agent_id: headOnly.agentId, scopes: ["READ_HEAD"], granted_at: "2026-01-01T00:00:00Z" },
+    { agent_id: expired.agentId, scopes: ["READ_CAPSULE"], expires_at: "2026-01-02T00:00:00Z" },
+  ],
+});
+
+before(async () => {
+  w = await startWorker({ vars: { FREE_HISTORY_RETAINED: "5", FREE_WRITES_PER_24H: "30" } });
+  privateCapsule = capsuleWith(privateAccess());
+  const r = await publish(w, owner, 1, privateCapsule);
+  assert.equal(r.status, 200, r.text);
+  nobody = newAgent();
+});
+
+test("unsigned, or with only X-Self-Agent-Id, a private capsule reads exactly like one never published", async () => {
+  for (const [name, path] of Object.entries(docs(owner.agentId))) {
+    const missingPath = path.replace(owner.agentId, nobody.agentId);
+    const missing = await get(missingPath);
+    assert.equal(missing.status, 404, name);
+    for (const headers of [{}, { "x-self-agent-id": owner.agentId }, { "x-self-agent-id": all.agentId }]) {
+      const r = await get(path, headers);
+      assert.equal(r.status, 404, `${name} ${JSON.stringify(headers)}`);
+      assert.equal(r.text, missing.text, name);
+      assert.deepEqual(
+        [r.headers.get("content-type"), r.headers.get("cache-control")],
+        [missing.headers.get("content-type"), missing.headers.get("cache-control")],
+        name,
+      );
+      assert.ok(!r.text.includes(cursorOf(privateCapsule).slice(7)), "no cursor leaks");
+    }
+  }
+  // HEAD and a conditional GET with the right ETag learn nothing either.
+  const etag = `"${cursorOf(privateCapsule).slice(7)}"`;
+  assert.equal((await get(capsulePath(owner.agentId), { "if-none-match": etag })).status, 404);
+  assert.equal((await get(headPath(owner.agentId), {}, "HEAD")).status, 404);
+});
+
+test("the owner reads every document with a signature; answers are private, no-store", async () => {
+  for (const [name, path] of Object.entries(docs(owner.agentId))) {
+    const r = await signedGet(owner, path);
+    assert.equal(r.status, 200, `${name}: ${r.text}`);
+    assert.equal(r.headers.get("cache-control"), "private, no-store", name);
+  }
+  const c = await signedGet(owner, capsulePath(owner.agentId));
+  assert.equal(`sha256:${sha256hex(Buffer.from(c.text))}`, cursorOf(privateCapsule));
+  assert.deepEqual(c.json.access_control, privateAccess());
+  // A signed conditional read still gets its 304, also private.
+  const etag = c.headers.get("etag");
+  const nm = await get(capsulePath(owner.agentId), { ...signedHeaders(owner, "GET", capsulePath(owner.agentId)), "if-none-match": etag });
+  assert.equal(nm.status, 304);
+  assert.equal(nm.headers.get("cache-control"), "private, no-store");
+});
+
+test("granted readers read what their scope covers, until their grant expires; strangers get the 404", async () => {
+  const d = docs(owner.agentId);
+  for (const path of Object.values(d)) {
+    assert.equal((await signedGet(all, path)).status, 200, `bare id: ${path}`);
+  }
+  assert.equal((await signedGet(headOnly, d.head)).status, 200);
+  for (const path of [d.capsule, d.history, d.verify, d.export]) {
+    const r = await signedGet(headOnly, path);
+    assert.equal(r.status, 404, `head-only: ${path}`);
+    assert.equal(r.json.error, "capsule_not_found");
+  }
+  assert.equal((await signedGet(expired, d.capsule)).status, 404, "expired grant");
+  const s = await signedGet(stranger, d.capsule);
+  assert.equal(s.status, 404);
+  assert.equal(s.text, (await signedGet(stranger, capsulePath(nobody.agentId))).text, "same as never published");
+});
+
+test("replayed, stale, future, re-targeted and forged signatures are refused with 401 whatever they read", async () => {
+  const path = capsulePath(owner.agentId);
+  const h = signedHeaders(owner, "GET", path);
+  assert.equal((await get(path, h)).status, 200);
+  const replay = await get(path, h);
+  assert.equal(replay.status, 401);
+  assert.deepEqual(replay.json.reason_codes ?? [replay.json.error], ["read_signature_replayed"]);
+  const now = Math.floor(Date.now() / 1000);
+  for (const [created, code] of [[now - 301, "read_signature_expired"], [now + 60, "read_signature_expired"]]) {
+    const r = await signedGet(owner, path, { created });
+    assert.equal(r.status, 401, String(created));
+    assert.equal(r.json.error, code);
+  }
+  // Made for head.json, sent to capsule.json.
+  const other = await get(path, signedHeaders(owner, "GET", headPath(owner.agentId)));
+  assert.equal(other.status, 401);
+  assert.equal(other.json.error, "read_signature_invalid");
+  // A stranger's signature claiming the owner's keyid (with the owner's public key).
+  const forged = signedHeaders(stranger, "GET", path, { keyid: owner.agentId });
+  forged["self-public-key"] = owner.publicHex;
+  assert.equal((await get(path, forged)).json.error, "read_signature_invalid");
+  // Missing Self-Public-Key.
+  const noKey = signedHeaders(owner, "GET", path);
+  delete noKey["self-public-key"];
+  assert.equal((await get(path, noKey)).json.error, "read_signature_invalid");
+  // The answer to a bad signature does not depend on what it reads.
+  const bad = await get(capsulePath(nobody.agentId), signedHeaders(owner, "GET", headPath(owner.agentId)));
+  assert.equal(bad.status, 401);
+  assert.equal(bad.json.error, "read_signature_invalid");
+});
+
+test("switching public and private is an ordinary write and takes effect for reads at once; MCP reads follow the same rules", async () => {
+  const r = await publish(w, owner, 2, capsuleWith({ public: true }, "Open now."));
+  assert.equal(r.status, 200, r.text);
+  const open = await get(capsulePath(owner.agentId));
+  assert.equal(open.status, 200);
+  assert.equal(open.json.self_motto, "Open now.");
+  assert.equal(open.headers.get("cache-control"), "public, max-age=60, must-revalidate");
+  const back = await publish(w, owner, 3, capsuleWith(privateAccess(), "Closed again."));
+  assert.equal(back.status, 200, back.text);
+  assert.equal((await get(capsulePath(owner.agentId))).status, 404);
+  assert.equal((await get(`/self/${owner.agentId}/history.json`)).status, 404, "older public versions hide too");
+
+  // The remote MCP door: unsigned → the same not-found tool error; signed by the owner → the capsule.
+  const call = (headers = {}) =>
+    w.fetch("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_read", arguments: { agent_id: owner.agentId } } }),
+    });
+  const anon = await call();
+  assert.equal(anon.status, 200);
+  assert.equal(anon.json.result.isError, true);
+  assert.equal(JSON.parse(anon.json.result.content[0].text).error, "capsule_not_found");
+  const mine = await call(signedHeaders(owner, "POST", "/mcp"));
+  assert.equal(mine.json.result.isError, false, mine.text);
+  assert.equal(JSON.parse(mine.json.result.content[0].text).capsule.self_motto, "Closed again.");
+  const stale = await call(signedHeaders(owner, "POST", "/mcp", { created: Math.floor(Date.now() / 1000) - 400 }));
+  assert.equal(stale.status, 200, "a tool error, not an HTTP 401 (which MCP clients read as 'log in')");
+  assert.equal(JSON.parse(stale.json.result.content[0].text).error, "read_signature_expired");
+});
