@@ -15,7 +15,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import { startWorker } from "./harness.mjs";
+import { startWorker, BASE } from "./harness.mjs";
 import {
   newAgent,
   exampleCapsule,
@@ -27,6 +27,7 @@ import {
   capsulePath,
   headPath,
   sha256hex,
+  signedReadHeaders,
 } from "./helpers.mjs";
 
 let w;
@@ -214,8 +215,7 @@ test("a capsule written the way the public deployment's clients write it is acce
   assert.equal(r.json.cursor, cursorOf(capsule));
   const got = await w.fetch(capsulePath(agent.agentId));
   assert.equal(got.text, jcs(capsule));
-  // Absent or public access control: readable as before (enforcement of a
-  // private one is a later step).
+  // Absent or public access control: readable by anyone, as before.
   assert.equal((await w.fetch(headPath(agent.agentId))).status, 200);
 
   // A private one with a structured grant is stored as written, too.
@@ -223,7 +223,10 @@ test("a capsule written the way the public deployment's clients write it is acce
   priv.access_control = { public: false, authorized_readers: [{ agent_id: reader.agentId, scopes: ["READ_HEAD"] }] };
   const r2 = await w.fetch(capsulePath(agent.agentId), put(publicClientEnvelope(agent, priv, 2), opts()));
   assert.equal(r2.status, 200, r2.text);
-  assert.equal((await w.fetch(capsulePath(agent.agentId))).text, jcs(priv));
+  // Private now (§12): the owner's signed read gets it as written; an anonymous one, the 404.
+  const url = capsulePath(agent.agentId);
+  assert.equal((await w.fetch(url, { headers: signedReadHeaders(agent, "GET", BASE + url) })).text, jcs(priv));
+  assert.equal((await w.fetch(url)).status, 404);
 });
 
 test("every new reason code through HTTP, with the offending path", async () => {

@@ -4,6 +4,7 @@
 // tests check the Worker against the wire contract, not against itself.
 import crypto from "node:crypto";
 import { readFileSync } from "node:fs";
+import { createSignatureSync } from "http-message-sig";
 
 /** A fresh Ed25519 identity: { privateKey, publicKeyRaw (Buffer), publicHex, agentId }. */
 export function newAgent() {
@@ -213,4 +214,17 @@ export function readdress(value, from, to) {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, readdress(v, from, to)]));
   }
   return value;
+}
+
+/**
+ * Headers of a signed read (docs/PROTOCOL.md §12) of `url` (absolute) by
+ * `agent`: RFC 9421 via npm `http-message-sig` and Node's Ed25519.
+ */
+export function signedReadHeaders(agent, method, url, { created = Math.floor(Date.now() / 1000), nonce = crypto.randomBytes(16).toString("base64url"), keyid = agent.agentId } = {}) {
+  const signer = { algorithm: "ed25519", sign: (d) => new Uint8Array(crypto.sign(null, Buffer.from(d), agent.privateKey)) };
+  const { signature, signatureInput } = createSignatureSync(
+    { kind: "request", method, targetUri: url, fields: [] },
+    { label: "sig1", components: ["@method", "@target-uri"], parameters: { created, nonce, keyid, alg: "ed25519" }, signer },
+  );
+  return { "signature-input": signatureInput, signature, "self-public-key": agent.publicHex };
 }

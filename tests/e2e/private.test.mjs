@@ -9,9 +9,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
-import { createSignatureSync } from "http-message-sig";
 import { startWorker, BASE } from "./harness.mjs";
-import { newAgent, exampleCapsule, publish, capsulePath, headPath, cursorOf, sha256hex } from "./helpers.mjs";
+import { newAgent, exampleCapsule, publish, capsulePath, headPath, cursorOf, sha256hex, signedReadHeaders } from "./helpers.mjs";
 
 let w;
 after(async () => {
@@ -27,15 +26,8 @@ const docs = (id) => ({
   v1capsule: `/api/v1/self/${id}/capsule.json`,
 });
 
-/** Signed-read headers for `agent` (RFC 9421 via http-message-sig). */
-function signedHeaders(agent, method, path, { created = Math.floor(Date.now() / 1000), nonce = crypto.randomBytes(16).toString("base64url"), keyid = agent.agentId } = {}) {
-  const signer = { algorithm: "ed25519", sign: (d) => new Uint8Array(crypto.sign(null, Buffer.from(d), agent.privateKey)) };
-  const { signature, signatureInput } = createSignatureSync(
-    { kind: "request", method, targetUri: BASE + path, fields: [] },
-    { label: "sig1", components: ["@method", "@target-uri"], parameters: { created, nonce, keyid, alg: "ed25519" }, signer },
-  );
-  return { "signature-input": signatureInput, signature, "self-public-key": agent.publicHex };
-}
+/** Signed-read headers for `agent` reading `path` of the Worker. */
+const signedHeaders = (agent, method, path, opts) => signedReadHeaders(agent, method, BASE + path, opts);
 
 const get = (path, headers = {}, method = "GET") => w.fetch(path, { method, headers });
 const signedGet = (agent, path, opts) => get(path, signedHeaders(agent, "GET", path, opts));

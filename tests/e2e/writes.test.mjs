@@ -4,7 +4,7 @@
 import { test, before, after } from "node:test";
 import net from "node:net";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, BASE } from "./harness.mjs";
 import {
   newAgent,
   agentFromSeed,
@@ -20,6 +20,7 @@ import {
   jcs,
   capsulePath,
   headPath,
+  signedReadHeaders,
 } from "./helpers.mjs";
 
 const signing = vectors("signing");
@@ -44,7 +45,9 @@ test("capsule vectors: every schema/safety/size case, signed, through HTTP", asy
       assert.equal(r.status, 200, `${c.name}: ${r.text}`);
       assert.equal(r.json.accepted, true);
       assert.equal(r.json.cursor, cursorOf(capsule), c.name);
-      const got = await w.fetch(capsulePath(agent.agentId));
+      // The owner reads it back (signed, so private vectors read too: §12).
+      const url = capsulePath(agent.agentId);
+      const got = await w.fetch(url, { headers: signedReadHeaders(agent, "GET", BASE + url) });
       assert.equal(got.text, jcs(capsule), c.name);
     } else {
       assert.equal(r.status, expectedStatus(c.reason_codes[0]), `${c.name}: ${r.text}`);
