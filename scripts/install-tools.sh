@@ -3,8 +3,9 @@
 # the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
 # match Cargo.lock), the npm dev dependencies (wrangler, miniflare, wasm-opt
 # from binaryen, esbuild), and the libraries of the README's client snippets
-# (clients/python: cryptography + rfc8785 from PyPI into clients/python/.deps;
-# clients/ts: canonicalize + typescript from npm).
+# (clients/python: cryptography, rfc8785, http-message-signatures from PyPI into
+# clients/python/.deps; clients/ts: canonicalize, http-message-sig, typescript
+# from npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +46,8 @@ if [[ ! -f "$PY_DEPS/.installed" || clients/python/requirements.txt -nt "$PY_DEP
   touch "$PY_DEPS/.installed"
 fi
 
-# TypeScript snippet: its own package (canonicalize, typescript, @types/node).
+# TypeScript snippet: its own package (canonicalize, http-message-sig, typescript,
+# @types/node).
 if [[ ! -d clients/ts/node_modules || clients/ts/package-lock.json -nt clients/ts/node_modules/.package-lock.json ]]; then
   npm ci --prefix clients/ts --no-audit --no-fund
 fi

@@ -1,8 +1,10 @@
 """Self Capsule from Python: a minimal client.
 
-Ed25519 from `cryptography`, RFC 8785 from `rfc8785`, HTTP from the standard
-library. Signing is exactly docs/PROTOCOL.md §2; the unit tests check it
-byte for byte against tests/vectors/signing.json.
+Ed25519 from `cryptography`, RFC 8785 from `rfc8785`, RFC 9421 (signed reads of
+private capsules) from `http-message-signatures`, HTTP from the standard library.
+Signing is exactly docs/PROTOCOL.md §2 and §12; the unit tests check it byte for
+byte against tests/vectors/signing.json, and signed reads against an RFC 9421
+check of their own that tests/vectors/signed_reads.json validates.
 """
 
 import hashlib
@@ -47,6 +49,36 @@ def sign_envelope(key: Ed25519PrivateKey, seq: int, capsule: dict) -> dict:
     }
 
 
+# Signed reads of private capsules (docs/PROTOCOL.md §12): RFC 9421 HTTP Message
+# Signatures from `http-message-signatures`, Ed25519 with the agent's own key.
+import datetime  # noqa: E402
+import secrets  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from http_message_signatures import HTTPMessageSigner, MappingKeyResolver, algorithms  # noqa: E402
+
+
+def signed_read_headers(key: Ed25519PrivateKey, method: str, url: str) -> dict:
+    """The headers that let this agent read a private capsule it may read (its own, or
+    one whose owner granted it): a fresh signature over the method and the full URL,
+    exactly as sent. Sign every request anew: each nonce is accepted once."""
+    aid = agent_id(key)
+    message = SimpleNamespace(method=method, url=url, headers={})
+    signer = HTTPMessageSigner(
+        signature_algorithm=algorithms.ED25519,
+        key_resolver=MappingKeyResolver(public_keys={}, private_keys={aid: key}),
+    )
+    signer.sign(
+        message,
+        key_id=aid,  # keyid = the reader's agent id
+        created=datetime.datetime.now(datetime.timezone.utc),
+        nonce=secrets.token_urlsafe(16),
+        label="sig1",
+        covered_component_ids=("@method", "@target-uri"),
+    )
+    return {"Self-Public-Key": public_key_hex(key), **message.headers}
+
+
 # HTTP: the standard library only.
 import json  # noqa: E402
 import urllib.error  # noqa: E402
@@ -54,7 +86,9 @@ import urllib.request  # noqa: E402
 
 
 class SelfCapsule:
-    """head / get / put for one agent. Every call returns (status, body, headers)."""
+    """head / get / put for one agent. Every call returns (status, body, headers).
+    head and get read another agent with agent=..., and sign the read with signed=True
+    (needed for a private capsule: unsigned, it answers 404 like a missing one)."""
 
     def __init__(self, base_url: str, key: Ed25519PrivateKey, timeout: float = 30):
         self.base = base_url.rstrip("/")
@@ -62,7 +96,10 @@ class SelfCapsule:
         self.agent_id = agent_id(key)
         self.timeout = timeout
 
-    def _call(self, method, path, body=None, headers=None):
+    def _call(self, method, path, body=None, headers=None, signed=False):
+        headers = dict(headers or {})
+        if signed:
+            headers.update(signed_read_headers(self.key, method, self.base + path))
         req = urllib.request.Request(
             self.base + path,
             method=method,
@@ -76,13 +113,14 @@ class SelfCapsule:
             status, raw, hdrs = e.code, e.read(), e.headers
         return status, (json.loads(raw) if raw else None), hdrs
 
-    def head(self, etag: str | None = None):
+    def head(self, etag: str | None = None, agent: str | None = None, signed: bool = False):
         """GET head.json; pass the last ETag to get a bodiless 304 when nothing changed."""
         headers = {"if-none-match": etag} if etag else {}
-        return self._call("GET", f"/self/{self.agent_id}/head.json", headers=headers)
+        path = f"/self/{agent or self.agent_id}/head.json"
+        return self._call("GET", path, headers=headers, signed=signed)
 
-    def get(self):
-        return self._call("GET", f"/self/{self.agent_id}/capsule.json")
+    def get(self, agent: str | None = None, signed: bool = False):
+        return self._call("GET", f"/self/{agent or self.agent_id}/capsule.json", signed=signed)
 
     def put(self, capsule: dict, seq: int):
         """Sign and publish. On a rejection, body["reason_codes"] says why (never retry 4xx

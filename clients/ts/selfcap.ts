@@ -1,9 +1,12 @@
 // Self Capsule from TypeScript: a minimal client. Ed25519 from Node's built-in
-// crypto, RFC 8785 from the `canonicalize` package, fetch from Node >= 20.
-// Signing is exactly docs/PROTOCOL.md §2; selfcap.test.ts checks it byte for
-// byte against tests/vectors/signing.json.
-import { createHash, createPrivateKey, createPublicKey, sign, type KeyObject } from "node:crypto";
+// crypto, RFC 8785 from the `canonicalize` package, RFC 9421 (signed reads of
+// private capsules) from `http-message-sig`, fetch from Node >= 20.
+// Signing is exactly docs/PROTOCOL.md §2 and §12; selfcap.test.ts checks it
+// byte for byte against tests/vectors/signing.json, and signed reads against
+// an RFC 9421 check of its own that tests/vectors/signed_reads.json validates.
+import { createHash, createPrivateKey, createPublicKey, randomBytes, sign, type KeyObject } from "node:crypto";
 import canonicalizeModule from "canonicalize";
+import { createSignatureSync } from "http-message-sig";
 
 // The package is CommonJS (`module.exports = fn`) while its typings declare an
 // ES default export; under NodeNext the default import *is* the function.
@@ -73,13 +76,36 @@ export function signEnvelope(key: KeyObject, seq: number, capsule: Json): Envelo
   };
 }
 
+/** The headers that let this agent read a private capsule it may read (its own, or one
+ * whose owner granted it): a fresh signature over the method and the full URL, exactly
+ * as sent. Sign every request anew: each nonce is accepted once. */
+export function signedReadHeaders(key: KeyObject, method: string, url: string): Record<string, string> {
+  const { signature, signatureInput } = createSignatureSync(
+    { kind: "request", method, targetUri: url, fields: [] },
+    {
+      label: "sig1",
+      components: ["@method", "@target-uri"],
+      parameters: {
+        created: Math.floor(Date.now() / 1000),
+        nonce: randomBytes(16).toString("base64url"),
+        keyid: agentId(key), // the reader's agent id
+        alg: "ed25519",
+      },
+      signer: { algorithm: "ed25519", sign: (data) => new Uint8Array(sign(null, data, key)) },
+    },
+  );
+  return { "self-public-key": publicKeyHex(key), "signature-input": signatureInput, signature };
+}
+
 export interface Answer {
   status: number;
   body: any;
   etag: string | null;
 }
 
-/** head / get / put for one agent. */
+/** head / get / put for one agent. head and get read another agent with `agent`, and
+ * sign the read with `signed` (needed for a private capsule: unsigned, it answers 404
+ * like a missing one). */
 export class SelfCapsule {
   readonly agentId: string;
   constructor(
@@ -90,10 +116,11 @@ export class SelfCapsule {
     this.agentId = agentId(key);
   }
 
-  private async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    const res = await fetch(this.baseUrl + path, {
+  private async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signed = false): Promise<Answer> {
+    const url = this.baseUrl + path;
+    const res = await fetch(url, {
       method,
-      headers: { "content-type": "application/json", ...headers },
+      headers: { "content-type": "application/json", ...headers, ...(signed ? signedReadHeaders(this.key, method, url) : {}) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -101,12 +128,12 @@ export class SelfCapsule {
   }
 
   /** GET head.json; pass the last ETag to get a bodiless 304 when nothing changed. */
-  head(etag?: string): Promise<Answer> {
-    return this.call("GET", `/self/${this.agentId}/head.json`, undefined, etag ? { "if-none-match": etag } : {});
+  head(etag?: string, { agent = this.agentId, signed = false } = {}): Promise<Answer> {
+    return this.call("GET", `/self/${agent}/head.json`, undefined, etag ? { "if-none-match": etag } : {}, signed);
   }
 
-  get(): Promise<Answer> {
-    return this.call("GET", `/self/${this.agentId}/capsule.json`);
+  get({ agent = this.agentId, signed = false } = {}): Promise<Answer> {
+    return this.call("GET", `/self/${agent}/capsule.json`, undefined, {}, signed);
   }
 
   /** Sign and publish. On a rejection, body.reason_codes says why (never retry a 4xx

@@ -25,6 +25,7 @@ pub enum ExitCode {
     /// Write rejected, class `back_off` (429): wait until `next_write_at`.
     BackOff = 5,
     /// Write rejected, class `signature`: stop; check the key and signing.
+    /// Also a signed read refused (`401 read_signature_*`).
     Signature = 6,
     /// Nothing there: no capsule published for the agent (or another
     /// read-side request error).
@@ -64,8 +65,12 @@ impl ExitCode {
             }
             ExitCode::FixPayload => "rejected, fix the payload (class fix_payload)",
             ExitCode::BackOff => "rejected, back off until next_write_at (class back_off)",
-            ExitCode::Signature => "rejected, signature problem: check key and signing",
-            ExitCode::NotFound => "not found: no capsule published for that agent",
+            ExitCode::Signature => {
+                "rejected, signature problem (a write, or a signed read): check key and signing"
+            }
+            ExitCode::NotFound => {
+                "not found: no capsule published for that agent (or private, not granted to us)"
+            }
             ExitCode::Unverified => "verification failed",
         }
     }
@@ -98,6 +103,9 @@ pub enum Error {
     NotFound(String),
     /// A verification did not pass.
     Unverified(String),
+    /// The service refused a signed read's signature (`401
+    /// read_signature_*`, docs/PROTOCOL.md §12).
+    ReadSignature(String),
 }
 
 impl Error {
@@ -106,6 +114,7 @@ impl Error {
             Error::Local(_) => ExitCode::Local,
             Error::Unavailable(_) | Error::Protocol(_) => ExitCode::Unavailable,
             Error::Rejected(r) => ExitCode::for_class(r.class()),
+            Error::ReadSignature(_) => ExitCode::Signature,
             Error::NotFound(_) => ExitCode::NotFound,
             Error::Unverified(_) => ExitCode::Unverified,
         }
@@ -119,7 +128,10 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Local(m) | Error::Unavailable(m) | Error::NotFound(m) => f.write_str(m),
+            Error::Local(m)
+            | Error::Unavailable(m)
+            | Error::NotFound(m)
+            | Error::ReadSignature(m) => f.write_str(m),
             Error::Protocol(m) => write!(f, "unexpected answer from the service: {m}"),
             Error::Rejected(r) => f.write_str(&r.summary()),
             Error::Unverified(m) => write!(f, "verification failed: {m}"),

@@ -5,8 +5,8 @@
 
 use super::backoff::{Decision, Outcome};
 use super::http::{Request, Response};
-use super::{Client, Error};
-use crate::core::crypto::AgentId;
+use super::{read_sign, Client, Error};
+use crate::core::crypto::{AgentId, AgentKey};
 use crate::core::jcs::cursor_hex;
 use crate::core::reason::ReasonCode;
 use crate::core::urls::Doc;
@@ -47,12 +47,25 @@ impl Client {
     /// Sends `req` under the retry policy. `Ok` carries the last answer
     /// (which may be a 429 or 5xx the policy gave up on) and whether an
     /// earlier attempt failed in a way that may have applied the request.
+    ///
+    /// A `signed` request is signed afresh on every attempt (new nonce, new
+    /// `created`): the service refuses a nonce it has seen, and a lost answer
+    /// does not tell whether the first one arrived.
     pub(super) fn exchange(&self, req: &Request) -> Result<(Response, bool), Error> {
         let max = self.policy.max_attempts.max(1);
+        let key = if req.signed { Some(self.key()?) } else { None };
         let mut uncertain = false;
         let mut attempt = 1;
         loop {
-            let (decision, reason, result) = match self.transport.send(req) {
+            let attempt_req;
+            let sent = match &key {
+                Some(k) => {
+                    attempt_req = with_read_signature(req, k)?;
+                    &attempt_req
+                }
+                None => req,
+            };
+            let (decision, reason, result) = match self.transport.send(sent) {
                 Ok(resp) => {
                     let outcome = Outcome::Status {
                         status: resp.status,
@@ -108,6 +121,76 @@ impl Client {
         }
         Ok(resp.body)
     }
+
+    /// A read of one of `agent`'s documents, signed when it needs to be
+    /// (docs/PROTOCOL.md §12). Signed from the start: our own documents
+    /// while the state directory says our capsule is private. Otherwise
+    /// unsigned first (a public read stays cacheable and anonymous), and a
+    /// `404 capsule_not_found` is asked once more, signed, when this client
+    /// has a key: a private capsule answers exactly like a missing one, and
+    /// we may be a granted reader (or our own capsule went private from
+    /// elsewhere). Returns the request last sent, for error messages.
+    pub(super) fn read_doc(
+        &self,
+        agent: &AgentId,
+        req: Request,
+    ) -> Result<(Request, Response), Error> {
+        let first = self.signs_reads_of(agent);
+        let req = req.signed(first);
+        let (resp, _) = self.exchange(&req)?;
+        if first || !is_capsule_not_found(&resp) || self.key().is_err() {
+            return Ok((req, resp));
+        }
+        let req = req.signed(true);
+        let (resp, _) = self.exchange(&req)?;
+        Ok((req, resp))
+    }
+
+    /// [`Client::read_doc`] that must answer 200; the body.
+    pub(super) fn read_doc_ok(&self, agent: &AgentId, req: Request) -> Result<Vec<u8>, Error> {
+        let (req, resp) = self.read_doc(agent, req)?;
+        if resp.status != 200 {
+            return Err(read_error(&req, &resp));
+        }
+        Ok(resp.body)
+    }
+
+    /// Whether reads of `agent` are signed from the first attempt: only our
+    /// own, and only when the last accepted or the desired capsule is
+    /// private. Best effort: unreadable local state just means "unsigned
+    /// first", which the 404 retry in [`Client::read_doc`] makes up for.
+    fn signs_reads_of(&self, agent: &AgentId) -> bool {
+        if self.agent_id().ok().as_ref() != Some(agent) {
+            return false;
+        }
+        let published = self.state.published().ok().flatten().map(|p| p.capsule);
+        let desired = self.state.desired().ok().flatten();
+        [published, desired]
+            .iter()
+            .flatten()
+            .any(super::access::is_private)
+    }
+}
+
+/// `req` with a fresh read signature (§12) over its method and URL.
+fn with_read_signature(req: &Request, key: &AgentKey) -> Result<Request, Error> {
+    let mut signed = req.clone();
+    signed
+        .headers
+        .extend(read_sign::sign_read(key, req.method, &req.url)?);
+    Ok(signed)
+}
+
+/// The error code of a JSON error body.
+fn error_code(resp: &Response) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(&resp.body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+}
+
+/// `404 {"error":"capsule_not_found"}`: nothing published, or private.
+fn is_capsule_not_found(resp: &Response) -> bool {
+    resp.status == 404 && error_code(resp).as_deref() == Some("capsule_not_found")
 }
 
 /// A GET of `url`, conditional on `etag` (a cursor's hex) when given.
@@ -127,14 +210,24 @@ pub(super) fn etag_names(tag: &str, cursor: &str) -> bool {
 
 /// Maps a non-success answer of a read to an error.
 pub(super) fn read_error(req: &Request, resp: &Response) -> Error {
-    let code = serde_json::from_slice::<serde_json::Value>(&resp.body)
-        .ok()
-        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned));
+    let code = error_code(resp);
     match (resp.status, code.as_deref()) {
         (s, _) if s >= 500 => unavailable(req, resp),
+        // Signed, it may also be a private capsule we may not read: the
+        // service answers both alike on purpose (§12).
+        (404, Some("capsule_not_found")) if req.signed => Error::NotFound(format!(
+            "no capsule at {}, or it is private and this identity is not granted that read              (capsule_not_found)",
+            req.url
+        )),
         (404, Some("capsule_not_found")) => Error::NotFound(format!(
             "no capsule published yet at {} (capsule_not_found)",
             req.url
+        )),
+        (401, Some(c)) if c.starts_with("read_signature_") => Error::ReadSignature(format!(
+            "the service refused this read's signature: {} {} answered HTTP 401 {c}: {}",
+            req.method,
+            req.url,
+            read_signature_action(c)
         )),
         (404 | 410, Some(c @ ("cursor_not_found" | "snapshot_not_found"))) => {
             Error::NotFound(format!(
@@ -150,6 +243,17 @@ pub(super) fn read_error(req: &Request, resp: &Response) -> Error {
             ReasonCode::from_wire(c).map_or("", ReasonCode::bot_action)
         )),
         _ => protocol_error(req, resp),
+    }
+}
+
+/// What to do about a refused read signature (§12's three codes).
+fn read_signature_action(code: &str) -> &'static str {
+    match code {
+        "read_signature_expired" => {
+            "its created time is outside the service's 300 s window: check this machine's clock"
+        }
+        "read_signature_replayed" => "its nonce was used before: send the read again",
+        _ => "check the key file and that the URL signed is the URL sent",
     }
 }
 

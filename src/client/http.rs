@@ -15,6 +15,10 @@ pub struct Request {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// Sign it as a read (docs/PROTOCOL.md §12) before sending. The
+    /// signature is added per attempt by `Client::exchange`, never stored
+    /// here: a resent nonce would be refused as a replay.
+    pub signed: bool,
 }
 
 impl Request {
@@ -24,6 +28,7 @@ impl Request {
             url: url.into(),
             headers: Vec::new(),
             body: None,
+            signed: false,
         }
     }
 
@@ -33,11 +38,18 @@ impl Request {
             url: url.into(),
             headers: vec![("content-type".into(), "application/json".into())],
             body: Some(body),
+            signed: false,
         }
     }
 
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Request {
         self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// The same request, to be signed as a read (or not).
+    pub fn signed(mut self, signed: bool) -> Request {
+        self.signed = signed;
         self
     }
 }

@@ -623,7 +623,11 @@ fn failure(e: Error) -> Answer {
             let body = serde_json::to_value(&*r).unwrap_or_default();
             results::rejected(r.status, &body, false)
         }
-        Error::NotFound(m) => results::error("not_found", m, "Check the agent_id."),
+        Error::NotFound(m) => results::error(
+            "not_found",
+            m,
+            "Check the agent_id (a private capsule looks missing unless its owner granted this identity that read).",
+        ),
         Error::Unavailable(m) => results::error(
             "service_unavailable",
             m,
@@ -640,5 +644,10 @@ fn failure(e: Error) -> Answer {
             "A problem on this machine (state directory, key file or configuration).",
         ),
         Error::Unverified(m) => results::error("unverified", m, "The history does not verify."),
+        Error::ReadSignature(m) => results::error(
+            "read_signature_refused",
+            m,
+            "The service refused this identity's signed read; check the machine's clock and the key file.",
+        ),
     }
 }

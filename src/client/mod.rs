@@ -11,11 +11,13 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `exchange` | the request plumbing shared by reads and writes: URLs, the retry loop ([`RetryNote`]), conditional requests, mapping failed answers to [`Error`] |
+//! | `exchange` | the request plumbing shared by reads and writes: URLs, the retry loop ([`RetryNote`]), conditional requests, when a read is signed (`read_doc`), mapping failed answers to [`Error`] |
 //! | `reads` | `bootstrap`, head.json ([`HeadOutcome`]), capsule.json ([`Fetched`]), history.json, export.json |
 //! | `writes` | the desired state and its [`Status`], seq choice ([`next_seq`]), the local [`precheck`], `sign`, `put`, `publish` |
 //! | `rehydrate` | local-first rehydration ([`Rehydrated`]) |
 //! | `verify` | the service keyring, and the sealed history checked offline by the core ([`verify_bundle`], [`keyring_of`]) |
+//! | [`access`] | private capsules: the `access_control` edits behind `grant`, `revoke`, `visibility` ([`access::grant`], [`access::is_private`]) |
+//! | [`read_sign`] | signing a read of a private capsule (RFC 9421 via `web-bot-auth`; docs/PROTOCOL.md §12) |
 //! | [`backoff`] | the retry policy ([`BackoffPolicy::decide`]) |
 //! | [`resolve`] | local-first resolution for rehydration ([`resolve::resolve`]) |
 //! | [`state`] | the state directory layout and dirty tracking |
@@ -26,12 +28,14 @@
 //! | [`import`] | importing the public MCP server's identity file (`~/.diffdelta/identity.json`) |
 //! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
 
+pub mod access;
 pub mod backoff;
 pub mod error;
 mod exchange;
 pub mod http;
 pub mod import;
 pub mod mcp;
+pub mod read_sign;
 mod reads;
 mod rehydrate;
 pub mod resolve;

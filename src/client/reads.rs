@@ -2,7 +2,9 @@
 //! stateless on the service's side), head.json, capsule.json, history.json
 //! and export.json. Each answer is checked against the protocol before it is
 //! trusted: a head for another agent, or a capsule that is not canonical or
-//! does not hash to its ETag, is an error, never data.
+//! does not hash to its ETag, is an error, never data. Reads of an agent's
+//! documents go through `Client::read_doc`, which signs them when the
+//! capsule is (or may be) private (docs/PROTOCOL.md §12).
 
 use super::exchange::{conditional_get, etag_names, read_error};
 use super::http::Request;
@@ -71,7 +73,7 @@ impl Client {
         etag: Option<&str>,
     ) -> Result<Option<HeadOutcome>, Error> {
         let req = conditional_get(self.head_url(agent)?, etag);
-        let (resp, _) = self.exchange(&req)?;
+        let (req, resp) = self.read_doc(agent, req)?;
         match resp.status {
             304 => Ok(Some(HeadOutcome::Unchanged {
                 etag: etag.unwrap_or_default().to_string(),
@@ -105,9 +107,14 @@ impl Client {
         };
         let etag = cached.as_ref().map(|c| c.etag.as_str());
         match self.fetch_head(target, etag)? {
-            None => Err(Error::NotFound(format!(
-                "no capsule published yet for agent {target}"
-            ))),
+            None => Err(Error::NotFound(if is_own {
+                format!("no capsule published yet for agent {target}")
+            } else {
+                format!(
+                    "no capsule published yet for agent {target}, or it is private and this \
+                     identity is not granted READ_HEAD"
+                )
+            })),
             Some(HeadOutcome::Changed { head }) => {
                 if is_own {
                     self.state.save_head_cache(&HeadCache {
@@ -125,7 +132,7 @@ impl Client {
     pub fn get(&self, agent: Option<&AgentId>) -> Result<Fetched, Error> {
         let target = self.target(agent)?;
         let req = Request::get(self.capsule_url(&target)?);
-        let (resp, _) = self.exchange(&req)?;
+        let (req, resp) = self.read_doc(&target, req)?;
         if resp.status != 200 {
             return Err(read_error(&req, &resp));
         }
@@ -177,7 +184,7 @@ impl Client {
         if !query.is_empty() {
             url = format!("{url}?{}", query.join("&"));
         }
-        let body = self.read_ok(&Request::get(url))?;
+        let body = self.read_doc_ok(&target, Request::get(url))?;
         serde_json::from_slice(&body).map_err(|e| Error::Protocol(format!("history.json: {e}")))
     }
 
@@ -194,7 +201,7 @@ impl Client {
 
     fn fetch_export(&self, agent: Option<&AgentId>) -> Result<(Vec<u8>, Json), Error> {
         let target = self.target(agent)?;
-        let body = self.read_ok(&Request::get(self.doc_url(&target, Doc::Export)?))?;
+        let body = self.read_doc_ok(&target, Request::get(self.doc_url(&target, Doc::Export)?))?;
         let bundle =
             json::parse(&body).map_err(|e| Error::Protocol(format!("export.json: {e}")))?;
         Ok((body, bundle))

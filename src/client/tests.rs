@@ -9,6 +9,7 @@ use crate::core::crypto::AgentKey;
 use crate::core::jcs::{self, cursor_hex};
 use crate::core::json::Json;
 use crate::core::limits::TierTable;
+use crate::core::read_auth;
 use crate::core::write::{self as core_write, AgentState};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -41,6 +42,11 @@ struct Service {
     stale_head: Option<String>,
     log: Vec<Request>,
     tiers: TierTable,
+    /// §12 in miniature: reads need the owner's (or `granted`'s) signature.
+    private: bool,
+    granted: Option<AgentId>,
+    /// Nonces seen (a second use is refused as a replay).
+    nonces: std::collections::HashSet<String>,
 }
 
 impl Service {
@@ -53,6 +59,11 @@ impl Service {
             body: body.into_bytes(),
         };
         let record = self.state.record(&agent, &self.tiers, NOW);
+        if req.method == "GET" {
+            if let Some(refused) = self.read_auth(req, &agent) {
+                return refused;
+            }
+        }
         match (req.method, path) {
             ("POST", "/api/v1/self/bootstrap") => {
                 let key: serde_json::Value =
@@ -121,6 +132,52 @@ impl Service {
             _ => json(404, r#"{"error":"not_found"}"#.into()),
         }
     }
+}
+
+impl Service {
+    /// The service's side of a signed read, with the core's verifier: an
+    /// answer that ends the request (401, or 404 for a private capsule read
+    /// by someone who may not), or `None` to serve it.
+    fn read_auth(&mut self, req: &Request, owner: &AgentId) -> Option<Response> {
+        let lookup = |name: &str| {
+            req.headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let signed = read_auth::SignedRead {
+            method: req.method,
+            target_uri: &req.url,
+            header: &lookup,
+        };
+        let refuse = |status: u16, code: &str| Response {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: format!(r#"{{"error":"{code}"}}"#).into_bytes(),
+        };
+        let reader = if signed.is_signed() {
+            match read_auth::verify(&signed, now_s()) {
+                Err(_) => return Some(refuse(401, "read_signature_invalid")),
+                Ok(r) if !self.nonces.insert(r.nonce.clone()) => {
+                    return Some(refuse(401, "read_signature_replayed"))
+                }
+                Ok(r) => Some(r.agent_id),
+            }
+        } else {
+            None
+        };
+        let may = reader
+            .as_ref()
+            .is_some_and(|r| r == owner || Some(r) == self.granted.as_ref());
+        (self.private && !may).then(|| refuse(404, "capsule_not_found"))
+    }
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 #[derive(Clone, Default)]
@@ -304,6 +361,7 @@ fn a_lost_answer_is_confirmed_from_head_instead_of_reported_as_replay() {
     let c = rig.client(BackoffPolicy::default());
     rig.fault(Fault::Refused); // the head probe, retried
     rig.fault(Fault::Pass);
+    rig.fault(Fault::Pass); // its 404 asked again, signed (§12)
     rig.fault(Fault::LostAnswer); // the PUT is applied, the answer lost
     let capsule = rig.capsule("one");
     let r = c.put(&capsule, &PutOptions::default()).unwrap();
@@ -618,6 +676,7 @@ fn a_lost_write_is_never_overwritten_under_its_seq() {
     let c = rig.client(BackoffPolicy::no_retries());
     // The PUT of "one" never arrives; the client gives up.
     rig.fault(Fault::Pass); // head probe
+    rig.fault(Fault::Pass); // its 404 asked again, signed (§12)
     rig.fault(Fault::Refused);
     let e = c
         .put(&rig.capsule("one"), &PutOptions::default())
@@ -634,7 +693,8 @@ fn a_lost_answer_is_settled_by_the_next_put_of_the_same_capsule() {
     let c = rig.client(BackoffPolicy::no_retries());
     let one = rig.capsule("one");
     // Applied, but the answer is lost and the client gives up.
-    rig.fault(Fault::Pass);
+    rig.fault(Fault::Pass); // head probe: 404
+    rig.fault(Fault::Pass); // asked again, signed (§12)
     rig.fault(Fault::LostAnswer);
     assert_eq!(
         c.put(&one, &PutOptions::default()).unwrap_err().exit_code(),
@@ -675,4 +735,130 @@ fn sign_records_the_seq_it_used() {
         .put(&rig.capsule("three"), &PutOptions::default())
         .unwrap();
     assert_eq!(r.accepted.seq, 3);
+}
+
+/// The nonce of a logged request (`None`: unsigned).
+fn nonce_of(r: &Request) -> Option<String> {
+    let input = &r.headers.iter().find(|(k, _)| k == "signature-input")?.1;
+    let n = input.split("nonce=\"").nth(1)?;
+    Some(n[..n.find('"')?].to_string())
+}
+
+/// Publishes one capsule, then makes the rig's service private.
+fn private_rig(name: &str) -> (Rig, Client) {
+    let rig = Rig::new(name);
+    let c = rig.client(BackoffPolicy::default());
+    c.put(&rig.capsule("one"), &PutOptions::default()).unwrap();
+    rig.fake.0.borrow_mut().private = true;
+    rig.clear_log();
+    (rig, c)
+}
+
+#[test]
+fn own_reads_are_signed_from_the_start_once_the_local_state_says_private() {
+    let (rig, c) = private_rig("own-private");
+    // The local state still says public: unsigned, 404, then signed.
+    c.get(None).unwrap();
+    let log = rig.fake.0.borrow().log.clone();
+    assert_eq!(log.len(), 2);
+    assert_eq!(nonce_of(&log[0]), None);
+    assert!(nonce_of(&log[1]).is_some());
+    // Once the desired capsule is private, the first request is signed.
+    let private = access::set_visibility(&rig.capsule("one"), false).unwrap();
+    c.set_desired(&private, false).unwrap();
+    rig.clear_log();
+    c.get(None).unwrap();
+    c.history(None, None, None).unwrap_err(); // the fake has no history.json
+    assert!(matches!(
+        c.head(None).unwrap(),
+        HeadOutcome::Unchanged { .. }
+    ));
+    let log = rig.fake.0.borrow().log.clone();
+    assert_eq!(log.len(), 3, "one request each, signed");
+    assert!(log.iter().all(|r| nonce_of(r).is_some() && r.signed));
+    let sent = |h: &str| log.iter().any(|r| r.headers.iter().any(|(k, _)| k == h));
+    assert!(sent("self-public-key") && sent("signature"));
+}
+
+#[test]
+fn a_retried_read_is_signed_again_with_a_new_nonce() {
+    let (rig, c) = private_rig("resign");
+    let private = access::set_visibility(&rig.capsule("one"), false).unwrap();
+    c.set_desired(&private, false).unwrap();
+    // The first attempt arrives (its nonce is spent), the answer is lost;
+    // the second must not resend that nonce (it would be a replay).
+    rig.fault(Fault::LostAnswer);
+    rig.fault(Fault::Unavailable(0));
+    let f = c.get(None).unwrap();
+    assert_eq!(f.cursor, jcs::cursor(&rig.capsule("one")));
+    let nonces: Vec<String> = rig
+        .fake
+        .0
+        .borrow()
+        .log
+        .iter()
+        .map(|r| nonce_of(r).unwrap())
+        .collect();
+    assert_eq!(nonces.len(), 3);
+    let unique: std::collections::HashSet<_> = nonces.iter().collect();
+    assert_eq!(unique.len(), 3, "{nonces:?}");
+}
+
+#[test]
+fn another_agents_private_capsule_is_read_signed_after_a_404() {
+    let (rig, owner) = private_rig("granted");
+    // A second identity, the reader.
+    let dir = rig.dir.with_extension("reader");
+    let _ = std::fs::remove_dir_all(&dir);
+    let reader_key = AgentKey::from_seed(&[11u8; 32]);
+    StateDir::new(&dir).create(&reader_key).unwrap();
+    let reader = Client::new(StateDir::new(&dir))
+        .with_base_url(Some(BASE.to_string()))
+        .with_transport(Box::new(rig.fake.clone()));
+    let target = rig.key.agent_id();
+    // Not granted: 404 twice (anonymous, then signed), exit 7, and the
+    // message says it may be private.
+    let e = reader.get(Some(&target)).unwrap_err();
+    assert_eq!(e.exit_code(), ExitCode::NotFound);
+    assert!(e.to_string().contains("private"), "{e}");
+    assert_eq!(rig.requests().len(), 2);
+    assert_eq!(
+        reader.head(Some(&target)).unwrap_err().exit_code(),
+        ExitCode::NotFound
+    );
+    // Granted: the signed retry reads it.
+    rig.fake.0.borrow_mut().granted = Some(reader_key.agent_id());
+    rig.clear_log();
+    let f = reader.get(Some(&target)).unwrap();
+    assert_eq!(f.body, owner.get(None).unwrap().body);
+    // A public capsule is read once, unsigned.
+    rig.fake.0.borrow_mut().private = false;
+    rig.clear_log();
+    reader.get(Some(&target)).unwrap();
+    let log = rig.fake.0.borrow().log.clone();
+    assert_eq!(log.len(), 1);
+    assert_eq!(nonce_of(&log[0]), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_refused_read_signature_is_exit_6_with_what_to_check() {
+    let req = Request::get(format!("{BASE}/self/x/capsule.json")).signed(true);
+    for (code, hint) in [
+        ("read_signature_expired", "clock"),
+        ("read_signature_invalid", "key file"),
+        ("read_signature_replayed", "again"),
+    ] {
+        let resp = Response {
+            status: 401,
+            headers: vec![],
+            body: format!(r#"{{"error":"{code}"}}"#).into_bytes(),
+        };
+        let e = exchange::read_error(&req, &resp);
+        assert_eq!(e.exit_code(), ExitCode::Signature, "{code}");
+        assert!(
+            e.to_string().contains(code) && e.to_string().contains(hint),
+            "{e}"
+        );
+    }
 }

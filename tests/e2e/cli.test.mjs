@@ -413,7 +413,7 @@ async function stub(handler) {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
-      hits.push({ method: req.method, url: req.url, body });
+      hits.push({ method: req.method, url: req.url, body, headers: req.headers });
       const [status, payload, headers = {}] = handler(req, hits.length);
       res.writeHead(status, { "content-type": "application/json", ...headers });
       res.end(payload === undefined ? "" : JSON.stringify(payload));
@@ -450,7 +450,11 @@ test("a signature rejection exits 6; 503s are retried with backoff; a dead port 
   try {
     const r = await selfcap(["--state-dir", a.dir, "--url", flaky.url, "head", a.id]);
     assert.equal(r.code, 7, r.stderr);
-    assert.equal(flaky.hits.length, 3);
+    // Three attempts, then the 404 asked once more, signed: it may be private (§12).
+    assert.equal(flaky.hits.length, 4);
+    assert.ok(flaky.hits.slice(0, 3).every((h) => !h.headers["signature-input"]), "anonymous first");
+    assert.match(flaky.hits[3].headers["signature-input"], /^sig1=\("@method" "@target-uri"\);/);
+    assert.equal(flaky.hits[3].headers["self-public-key"], a.publicKey);
     assert.match(r.stderr, /HTTP 503; retrying in 0\.5 s \(attempt 2 of 4\)/);
     assert.match(r.stderr, /HTTP 503; retrying in 1\.0 s \(attempt 3 of 4\)/);
   } finally {

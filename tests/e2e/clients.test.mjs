@@ -69,4 +69,9 @@ test("the README's signing code blocks are verbatim copies of the tested files",
   const [tsSigning] = blocks("ts");
   assert.ok(pySigning.includes("def sign_envelope") && py.includes(pySigning), "Python block drifted");
   assert.ok(tsSigning.includes("export function signEnvelope") && ts.includes(tsSigning), "TypeScript block drifted");
+  // The signed reads of private capsules (docs/PROTOCOL.md §12).
+  const pySigned = blocks("python").find((b) => b.includes("def signed_read_headers"));
+  const tsSigned = blocks("ts").find((b) => b.includes("export function signedReadHeaders"));
+  assert.ok(pySigned && py.includes(pySigned), "Python signed-read block drifted");
+  assert.ok(tsSigned && ts.includes(tsSigned), "TypeScript signed-read block drifted");
 });

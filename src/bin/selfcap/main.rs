@@ -9,6 +9,7 @@
 //! - `publish`: template, set, sign, put, publish (writes)
 //! - `read`: head, get, rehydrate (the current capsule)
 //! - `history`: history, export, verify (the sealed history)
+//! - `access`: grant, revoke, visibility (who may read: private capsules)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
 //! - `print`: stdout and stderr, error reports and exit codes
@@ -29,6 +30,8 @@ fn main() {
 
 // Native only: clap, ureq and the client library are never in a wasm build.
 #[cfg(not(target_arch = "wasm32"))]
+mod access;
+#[cfg(not(target_arch = "wasm32"))]
 mod canon;
 #[cfg(not(target_arch = "wasm32"))]
 mod history;
@@ -47,7 +50,7 @@ mod upgrade;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
-    use super::{canon, history, identity, mcp, print, publish, read, upgrade};
+    use super::{access, canon, history, identity, mcp, print, publish, read, upgrade};
     use clap::{Args, Parser, Subcommand, ValueEnum};
     use self_capsule::client::http::UreqTransport;
     use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location};
@@ -66,8 +69,10 @@ Exit codes:
   4  write rejected: fix the payload (class fix_payload: schema, unsafe_content,
      replay_seq, capsule_too_large, ...; also the local pre-check, nothing sent)
   5  write rejected: back off until next_write_at (class back_off: quota, cooldown)
-  6  write rejected: signature problem (class signature): check key and signing
-  7  not found: no capsule published for that agent
+  6  write rejected: signature problem (class signature): check key and signing;
+     also a signed read refused (read_signature_*: check the key and the clock)
+  7  not found: no capsule published for that agent (or it is private and this
+     identity is not granted that read)
   8  verification failed";
 
     const ABOUT: &str = "Client for Self Capsule: keys, signing, publishing and \
@@ -85,6 +90,8 @@ Quick start:
   selfcap head                                    # \"unchanged\" while nothing changed
   selfcap rehydrate                               # after a restart: the prompt block
   selfcap history; selfcap verify                 # the sealed history chain, checked locally
+  selfcap visibility private                      # only this agent and granted readers may read
+  selfcap grant READER_ID --scope capsule         # let READER_ID read capsule.json
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
   key             Ed25519 seed, 64 hex, mode 0600 (never printed)
@@ -329,6 +336,47 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
             #[command(flatten)]
             out: JsonOut,
         },
+        /// Let another agent read this capsule while it is private (edits
+        /// access_control.authorized_readers in capsule.json, then publishes).
+        #[command(after_help = access::GRANT_AFTER_HELP)]
+        Grant {
+            /// The reader's agent id.
+            agent_id: String,
+            /// What it may read: comma-separated head, capsule, history, verify (or all).
+            #[arg(long, value_name = "LIST", default_value = "all")]
+            scope: String,
+            /// When the grant ends (RFC 3339, e.g. 2027-01-31T00:00:00Z); must be in the future.
+            #[arg(long, value_name = "RFC3339")]
+            expires: Option<String>,
+            /// Also make the capsule private (as `visibility private`).
+            #[arg(long)]
+            private: bool,
+            #[command(flatten)]
+            write: WriteOpts,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Take a reader out of access_control.authorized_readers, then publish.
+        #[command(after_help = access::REVOKE_AFTER_HELP)]
+        Revoke {
+            /// The reader's agent id.
+            agent_id: String,
+            #[command(flatten)]
+            write: WriteOpts,
+            #[command(flatten)]
+            out: JsonOut,
+        },
+        /// Make the capsule public or private (access_control.public), then publish.
+        #[command(after_help = access::VISIBILITY_AFTER_HELP)]
+        Visibility {
+            /// public: anyone may read; private: only this agent and granted readers.
+            #[arg(value_enum)]
+            visibility: access::Visibility,
+            #[command(flatten)]
+            write: WriteOpts,
+            #[command(flatten)]
+            out: JsonOut,
+        },
         /// Buy a paid plan with USDC: quote, pay on-chain, claim (never pays twice).
         #[command(after_help = upgrade::AFTER_HELP)]
         Upgrade(upgrade::UpgradeArgs),
@@ -395,6 +443,32 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
                 keys,
                 out,
             } => history::verify(g, agent_id.as_deref(), export.as_ref(), keys.as_ref(), out),
+            Command::Grant {
+                agent_id,
+                scope,
+                expires,
+                private,
+                write,
+                out,
+            } => access::grant(
+                g,
+                &agent_id,
+                &scope,
+                expires.as_deref(),
+                private,
+                &write,
+                out,
+            ),
+            Command::Revoke {
+                agent_id,
+                write,
+                out,
+            } => access::revoke(g, &agent_id, &write, out),
+            Command::Visibility {
+                visibility,
+                write,
+                out,
+            } => access::visibility(g, visibility, &write, out),
             Command::Upgrade(args) => upgrade::run(g, args),
             Command::Mcp(args) => mcp::run(g, args),
         }
