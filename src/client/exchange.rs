@@ -216,7 +216,7 @@ pub(super) fn read_error(req: &Request, resp: &Response) -> Error {
         // Signed, it may also be a private capsule we may not read: the
         // service answers both alike on purpose (§12).
         (404, Some("capsule_not_found")) if req.signed => Error::NotFound(format!(
-            "no capsule at {}, or it is private and this identity is not granted that read              (capsule_not_found)",
+            "no capsule at {}, or it is private and this identity is not granted that read (capsule_not_found)",
             req.url
         )),
         (404, Some("capsule_not_found")) => Error::NotFound(format!(

@@ -409,7 +409,7 @@ impl ToolHost {
         let mut capsule = desired
             .or(published.map(|p| p.capsule))
             .unwrap_or_else(|| minimal(&agent));
-        let applied = patch::checkpoint(&mut capsule, &args);
+        let applied = patch::checkpoint(&mut capsule, &args, &rfc3339(now_ms()));
         patch::fill_defaults(&mut capsule, &agent);
         if applied.changes_applied == 0 && !args.force && !pending_before {
             let mut o = applied_json(&applied);

@@ -145,20 +145,30 @@ test("the whole agent loop through selfcap mcp, checked against the service over
     r = await s.call("self_checkpoint", {
       objective_updates: [{ id: "ship-mcp", status: "done", checkpoint: "Released the stdio server" }],
       receipts: [{ name: "release", content_hash: receiptHash, rationale: "the public server has this field" }],
+      notes: [{ key: "release.branch", value: "mcp-door", tags: ["git"] }],
       motto: "Small promises, kept",
     });
     assert.equal(r.isError, false, JSON.stringify(r.body));
     assert.equal(r.body.checkpointed, true);
-    assert.equal(r.body.changes_applied, 4);
+    assert.equal(r.body.changes_applied, 5);
     assert.equal(r.body.seq, 2);
-    assert.deepEqual(r.body.ignored, ["receipts[0].rationale"]);
+    assert.equal(r.body.ignored, undefined, "every argument is stored now");
     const c2 = r.body.cursor;
     const after2 = await getJson(`/self/${agent}/capsule.json`);
     assert.equal(after2.body.objectives[0].status, "done");
     assert.equal(after2.body.objectives[0].checkpoint, "Released the stdio server");
     assert.equal(after2.body.objectives[1].status, "open", "the other objective is untouched");
-    assert.deepEqual(after2.body.pointers.receipts, [{ name: "release", content_hash: receiptHash }]);
+    assert.equal(after2.body.objectives[0].updated_at.slice(0, 4), new Date().toISOString().slice(0, 4));
+    assert.deepEqual(
+      after2.body.pointers.receipts.map(({ updated_at, ...r }) => r),
+      [{ name: "release", content_hash: receiptHash, rationale: "the public server has this field" }],
+    );
+    assert.match(after2.body.pointers.receipts[0].updated_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assert.equal(after2.body.self_motto, "Small promises, kept");
+    assert.deepEqual(
+      after2.body.pointers.notes.map(({ updated_at, ...n }) => n),
+      [{ key: "release.branch", value: "mcp-door", tags: ["git"] }],
+    );
 
     // Nothing new: no write spent.
     r = await s.call("self_checkpoint", { objective_updates: [{ id: "ship-mcp", status: "done" }] });

@@ -109,10 +109,21 @@ pub struct CheckpointArgs {
     pub receipts: Vec<NewReceipt>,
     /// A new `self_motto`.
     pub motto: Option<String>,
+    /// Notes to set (upsert by key).
+    pub notes: Vec<NoteUpsert>,
     /// Publish even when nothing changed.
     pub force: bool,
-    /// Arguments accepted for compatibility that the capsule has no field for.
-    pub ignored: Vec<String>,
+}
+
+/// One `notes[]` entry: set the note `key` to `value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteUpsert {
+    /// The note's key (unique in the capsule).
+    pub key: String,
+    /// Its new value.
+    pub value: String,
+    /// Its tags (replacing the old ones when given).
+    pub tags: Option<Vec<String>>,
 }
 
 /// One `objective_updates[]` entry.
@@ -135,12 +146,15 @@ pub struct NewReceipt {
     pub content_hash: String,
     /// `evidence_url`, when given.
     pub evidence_url: Option<String>,
+    /// `rationale`: why, when given.
+    pub rationale: Option<String>,
+    /// `tags`, when given.
+    pub tags: Option<Vec<String>>,
 }
 
 impl Call {
     /// Parses `args` (a `tools/call`'s `arguments`; absent counts as `{}`)
-    /// for `tool` at `door`. Unknown arguments are refused, except the
-    /// public server's checkpoint extras, which are reported as ignored.
+    /// for `tool` at `door`. Unknown arguments are refused.
     pub fn parse(
         tool: Tool,
         door: Door,
@@ -234,7 +248,7 @@ impl Call {
                 Call::Upgrade { action, plan }
             }
             Tool::Checkpoint => {
-                a.only(&["objective_updates", "receipts", "motto", "force"])?;
+                a.only(&["objective_updates", "receipts", "notes", "motto", "force"])?;
                 Call::Checkpoint(checkpoint(&a)?)
             }
         };
@@ -304,16 +318,33 @@ fn checkpoint(a: &Args<'_>) -> Result<CheckpointArgs, ArgError> {
         let evidence_url = o
             .string("evidence_url", usize::MAX)
             .map_err(|e| bad(field("evidence_url"), e.detail))?;
-        for extra in ["rationale", "tags"] {
-            if o.map.get(extra).is_some_and(|v| !v.is_null()) {
-                out.ignored.push(field(extra));
-            }
-        }
+        let rationale = o
+            .string("rationale", usize::MAX)
+            .map_err(|e| bad(field("rationale"), e.detail))?;
+        let tags = o.tags().map_err(|e| bad(field("tags"), e.detail))?;
         out.receipts.push(NewReceipt {
             name,
             content_hash,
             evidence_url,
+            rationale,
+            tags,
         });
+    }
+    for (i, n) in a.array("notes")?.iter().enumerate() {
+        let at = format!("notes[{i}]");
+        let field = |f: &str| format!("{at}.{f}");
+        let o = Args::of(n).ok_or_else(|| bad(&at, "expected an object"))?;
+        o.only_at(&at, &["key", "value", "tags"])?;
+        let key = o
+            .string("key", usize::MAX)
+            .map_err(|e| bad(field("key"), e.detail))?
+            .ok_or_else(|| bad(field("key"), "required"))?;
+        let value = o
+            .string("value", usize::MAX)
+            .map_err(|e| bad(field("value"), e.detail))?
+            .ok_or_else(|| bad(field("value"), "required"))?;
+        let tags = o.tags().map_err(|e| bad(field("tags"), e.detail))?;
+        out.notes.push(NoteUpsert { key, value, tags });
     }
     Ok(out)
 }
@@ -359,6 +390,21 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) if s.chars().count() <= max => Ok(Some(s.clone())),
             Some(Value::String(_)) => Err(bad(key, format!("longer than {max} characters"))),
             Some(_) => Err(bad(key, "expected a string")),
+        }
+    }
+
+    /// An optional list of strings under `tags` (bounds are the schema's,
+    /// checked with the whole capsule).
+    fn tags(&self) -> Result<Option<Vec<String>>, ArgError> {
+        match self.map.get("tags") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|t| t.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+                .map(Some)
+                .ok_or_else(|| bad("tags", "expected an array of strings")),
+            Some(_) => Err(bad("tags", "expected an array of strings")),
         }
     }
 
@@ -454,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn checkpoint_reads_updates_receipts_and_reports_the_extras_it_cannot_store() {
+    fn checkpoint_reads_updates_receipts_and_notes() {
         let c = parse(
             Tool::Checkpoint,
             Door::Local,
@@ -472,7 +518,8 @@ mod tests {
         assert_eq!(a.receipts[0].name, "r");
         assert_eq!(a.motto.as_deref(), Some("m"));
         assert!(!a.force);
-        assert_eq!(a.ignored, ["receipts[0].rationale", "receipts[0].tags"]);
+        assert_eq!(a.receipts[0].rationale.as_deref(), Some("why"));
+        assert_eq!(a.receipts[0].tags, Some(vec!["t".to_string()]));
         let e = parse(
             Tool::Checkpoint,
             Door::Local,

@@ -8,7 +8,7 @@ use super::args::CheckpointArgs;
 use crate::core::crypto::AgentId;
 use crate::core::json::Json;
 use crate::core::model::SCHEMA_VERSION;
-use crate::core::validate::bounds::RECEIPTS_MAX;
+use crate::core::validate::bounds::{NOTES_MAX, RECEIPTS_MAX};
 use serde::Serialize;
 
 /// Sets `agent_id` to the signer's and `schema_version` when missing (the
@@ -33,21 +33,20 @@ pub struct Applied {
     /// How many of the oldest receipts made room for new ones.
     #[serde(skip_serializing_if = "is_zero")]
     pub receipts_dropped: usize,
-    /// Arguments accepted but not stored (the capsule has no field for them).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ignored: Vec<String>,
+    /// How many of the oldest notes made room for new ones.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub notes_dropped: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// Applies a checkpoint's patches to `capsule` (an object) in place.
-pub fn checkpoint(capsule: &mut Json, args: &CheckpointArgs) -> Applied {
-    let mut applied = Applied {
-        ignored: args.ignored.clone(),
-        ..Applied::default()
-    };
+/// Applies a checkpoint's patches to `capsule` (an object) in place; `now`
+/// (RFC 3339) is the `updated_at` of everything it changes, as the public
+/// server stamps it.
+pub fn checkpoint(capsule: &mut Json, args: &CheckpointArgs, now: &str) -> Applied {
+    let mut applied = Applied::default();
     for u in &args.objective_updates {
         let Some(obj) = field_mut(capsule, "objectives")
             .and_then(array_mut)
@@ -59,12 +58,17 @@ pub fn checkpoint(capsule: &mut Json, args: &CheckpointArgs) -> Applied {
             applied.unknown_objectives.push(u.id.clone());
             continue;
         };
+        let mut changed = 0;
         if let Some(s) = u.status {
-            applied.changes_applied += usize::from(set(obj, "status", Json::from(s.as_str())));
+            changed += usize::from(set(obj, "status", Json::from(s.as_str())));
         }
         if let Some(c) = &u.checkpoint {
-            applied.changes_applied += usize::from(set(obj, "checkpoint", Json::from(c.as_str())));
+            changed += usize::from(set(obj, "checkpoint", Json::from(c.as_str())));
         }
+        if changed > 0 {
+            set(obj, "updated_at", Json::from(now));
+        }
+        applied.changes_applied += changed;
     }
     if !args.receipts.is_empty() {
         if field_mut(capsule, "pointers").is_none() {
@@ -86,11 +90,24 @@ pub fn checkpoint(capsule: &mut Json, args: &CheckpointArgs) -> Applied {
                 if let Some(u) = &r.evidence_url {
                     item.push(("evidence_url".to_string(), Json::from(u.as_str())));
                 }
-                let item = Json::Object(item);
-                if list.contains(&item) {
+                if let Some(why) = &r.rationale {
+                    item.push(("rationale".to_string(), Json::from(why.as_str())));
+                }
+                if let Some(tags) = &r.tags {
+                    item.push(("tags".to_string(), strings(tags)));
+                }
+                // The same receipt again (ignoring when) is not news.
+                let same = |other: &Json| match (other, &Json::Object(item.clone())) {
+                    (Json::Object(a), Json::Object(b)) => {
+                        a.iter().filter(|(k, _)| k != "updated_at").eq(b.iter())
+                    }
+                    _ => false,
+                };
+                if list.iter().any(same) {
                     continue;
                 }
-                list.push(item);
+                item.push(("updated_at".to_string(), Json::from(now)));
+                list.push(Json::Object(item));
                 applied.changes_applied += 1;
             }
             // The schema keeps at most RECEIPTS_MAX: the newest stay.
@@ -100,10 +117,65 @@ pub fn checkpoint(capsule: &mut Json, args: &CheckpointArgs) -> Applied {
             }
         }
     }
+    if !args.notes.is_empty() {
+        upsert_notes(capsule, args, now, &mut applied);
+    }
     if let Some(m) = &args.motto {
         applied.changes_applied += usize::from(set(capsule, "self_motto", Json::from(m.as_str())));
     }
     applied
+}
+
+/// `pointers.notes`: each note replaced by key (or added), newest last; the
+/// oldest go when there are more than the schema keeps.
+fn upsert_notes(capsule: &mut Json, args: &CheckpointArgs, now: &str, applied: &mut Applied) {
+    if field_mut(capsule, "pointers").is_none() {
+        set(capsule, "pointers", Json::Object(Vec::new()));
+    }
+    let pointers = field_mut(capsule, "pointers").expect("just set");
+    if field_mut(pointers, "notes").is_none() {
+        set(pointers, "notes", Json::Array(Vec::new()));
+    }
+    let Some(list) = field_mut(pointers, "notes").and_then(array_mut) else {
+        return;
+    };
+    for n in &args.notes {
+        let existing = list
+            .iter()
+            .position(|o| o.get("key").and_then(Json::as_str) == Some(n.key.as_str()));
+        let tags = match (&n.tags, existing.and_then(|i| list[i].get("tags").cloned())) {
+            (Some(t), _) => Some(strings(t)),
+            (None, old) => old,
+        };
+        let unchanged = existing.is_some_and(|i| {
+            list[i].get("value").and_then(Json::as_str) == Some(n.value.as_str())
+                && list[i].get("tags") == tags.as_ref()
+        });
+        if unchanged {
+            continue;
+        }
+        let mut note = vec![
+            ("key".to_string(), Json::from(n.key.as_str())),
+            ("value".to_string(), Json::from(n.value.as_str())),
+        ];
+        if let Some(t) = tags {
+            note.push(("tags".to_string(), t));
+        }
+        note.push(("updated_at".to_string(), Json::from(now)));
+        if let Some(i) = existing {
+            list.remove(i);
+        }
+        list.push(Json::Object(note));
+        applied.changes_applied += 1;
+    }
+    if list.len() > NOTES_MAX {
+        applied.notes_dropped = list.len() - NOTES_MAX;
+        list.drain(..applied.notes_dropped);
+    }
+}
+
+fn strings(items: &[String]) -> Json {
+    Json::Array(items.iter().map(|t| Json::from(t.as_str())).collect())
 }
 
 fn field_mut<'a>(obj: &'a mut Json, key: &str) -> Option<&'a mut Json> {
@@ -145,6 +217,8 @@ mod tests {
     use crate::core::mcp::args::{NewReceipt, ObjectiveUpdate};
     use crate::core::model::ObjectiveStatus;
 
+    const NOW: &str = "2026-02-10T12:00:00Z";
+
     fn capsule() -> Json {
         json::parse_str(
             r#"{"schema_version":"self_capsule_v0","agent_id":"x","policy":{},
@@ -158,6 +232,8 @@ mod tests {
             name: format!("r{n}"),
             content_hash: format!("sha256:{n:064x}"),
             evidence_url: None,
+            rationale: None,
+            tags: None,
         }
     }
 
@@ -194,7 +270,7 @@ mod tests {
             ],
             ..CheckpointArgs::default()
         };
-        let a = checkpoint(&mut c, &args);
+        let a = checkpoint(&mut c, &args, NOW);
         assert_eq!(a.changes_applied, 0);
         assert_eq!(a.unknown_objectives, ["nope"]);
         assert_eq!(c, capsule());
@@ -212,7 +288,7 @@ mod tests {
             motto: Some("steady".into()),
             ..CheckpointArgs::default()
         };
-        assert_eq!(checkpoint(&mut c, &args).changes_applied, 3);
+        assert_eq!(checkpoint(&mut c, &args, NOW).changes_applied, 3);
         let o = &c.get("objectives").unwrap().as_array().unwrap()[0];
         assert_eq!(o.get("status").and_then(Json::as_str), Some("done"));
         assert_eq!(
@@ -229,12 +305,12 @@ mod tests {
             receipts: (0..4).map(receipt).collect(),
             ..Default::default()
         };
-        assert_eq!(checkpoint(&mut c, &first).changes_applied, 4);
+        assert_eq!(checkpoint(&mut c, &first, NOW).changes_applied, 4);
         let again = CheckpointArgs {
             receipts: vec![receipt(3), receipt(4), receipt(5)],
             ..Default::default()
         };
-        let a = checkpoint(&mut c, &again);
+        let a = checkpoint(&mut c, &again, NOW);
         assert_eq!((a.changes_applied, a.receipts_dropped), (2, 1));
         let names: Vec<&str> = c
             .get("pointers")
@@ -247,5 +323,107 @@ mod tests {
             .map(|r| r.get("name").and_then(Json::as_str).unwrap())
             .collect();
         assert_eq!(names, ["r1", "r2", "r3", "r4", "r5"]);
+    }
+
+    #[test]
+    fn receipts_keep_their_rationale_and_tags_and_changes_are_stamped() {
+        let mut c = capsule();
+        let args = CheckpointArgs {
+            objective_updates: vec![ObjectiveUpdate {
+                id: "o1".into(),
+                status: Some(ObjectiveStatus::Done),
+                checkpoint: None,
+            }],
+            receipts: vec![NewReceipt {
+                rationale: Some("why".into()),
+                tags: Some(vec!["t".into()]),
+                ..receipt(1)
+            }],
+            ..CheckpointArgs::default()
+        };
+        assert_eq!(checkpoint(&mut c, &args, NOW).changes_applied, 2);
+        let r = &c
+            .get("pointers")
+            .unwrap()
+            .get("receipts")
+            .unwrap()
+            .as_array()
+            .unwrap()[0];
+        assert_eq!(r.get("rationale").and_then(Json::as_str), Some("why"));
+        assert_eq!(r.get("updated_at").and_then(Json::as_str), Some(NOW));
+        let o = &c.get("objectives").unwrap().as_array().unwrap()[0];
+        assert_eq!(o.get("updated_at").and_then(Json::as_str), Some(NOW));
+        // The same receipt later is not a change (its time aside).
+        assert_eq!(
+            checkpoint(
+                &mut c,
+                &CheckpointArgs {
+                    receipts: args.receipts.clone(),
+                    ..Default::default()
+                },
+                "2026-02-11T00:00:00Z"
+            )
+            .changes_applied,
+            0
+        );
+    }
+
+    #[test]
+    fn notes_are_upserted_by_key_and_the_oldest_make_room() {
+        use crate::core::mcp::args::NoteUpsert;
+        let note = |k: &str, v: &str| NoteUpsert {
+            key: k.into(),
+            value: v.into(),
+            tags: None,
+        };
+        let mut c = capsule();
+        let a = CheckpointArgs {
+            notes: vec![note("branch", "main"), note("ci", "red")],
+            ..Default::default()
+        };
+        assert_eq!(checkpoint(&mut c, &a, NOW).changes_applied, 2);
+        let b = CheckpointArgs {
+            notes: vec![note("ci", "green"), note("branch", "main")],
+            ..Default::default()
+        };
+        assert_eq!(
+            checkpoint(&mut c, &b, NOW).changes_applied,
+            1,
+            "an unchanged note is not a change"
+        );
+        let notes = c
+            .get("pointers")
+            .unwrap()
+            .get("notes")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone();
+        let kv: Vec<(&str, &str)> = notes
+            .iter()
+            .map(|n| {
+                (
+                    n.get("key").and_then(Json::as_str).unwrap(),
+                    n.get("value").and_then(Json::as_str).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(kv, [("branch", "main"), ("ci", "green")]);
+        let many = CheckpointArgs {
+            notes: (0..25).map(|i| note(&format!("k{i}"), "v")).collect(),
+            ..Default::default()
+        };
+        let applied = checkpoint(&mut c, &many, NOW);
+        assert_eq!(applied.notes_dropped, 7);
+        assert_eq!(
+            c.get("pointers")
+                .unwrap()
+                .get("notes")
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            NOTES_MAX
+        );
     }
 }
