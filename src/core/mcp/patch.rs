@@ -398,7 +398,7 @@ mod tests {
             .unwrap()
             .as_array()
             .unwrap()
-            .clone();
+            .to_vec();
         let kv: Vec<(&str, &str)> = notes
             .iter()
             .map(|n| {
