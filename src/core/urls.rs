@@ -38,14 +38,17 @@ pub const ALLOW_POST: &str = "POST, OPTIONS";
 /// Request headers a browser may send cross-origin to the documents and
 /// service routes: also `X-Self-Agent-Id`, which the public deployment's
 /// browser clients send; it is allowed so their requests are not blocked,
-/// and ignored (it proves nothing: reads are authorised by signatures).
-pub const PREFLIGHT_HEADERS: &str = "Content-Type, If-None-Match, X-Self-Agent-Id";
+/// and ignored (it proves nothing: reads are authorised by signatures), and
+/// the three headers of a signed read (docs/PROTOCOL.md §12).
+pub const PREFLIGHT_HEADERS: &str =
+    "Content-Type, If-None-Match, X-Self-Agent-Id, Signature, Signature-Input, Self-Public-Key";
 /// Request headers an MCP client sends (browser clients need them allowed):
 /// the version header on every request, `Accept`, and what SDKs send even
 /// to a stateless server (`Mcp-Session-Id`, `Last-Event-ID`, `Authorization`
 /// for servers that use it; this one ignores all three).
 pub const MCP_PREFLIGHT_HEADERS: &str =
-    "Content-Type, Accept, Authorization, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID";
+    "Content-Type, Accept, Authorization, Mcp-Protocol-Version, \
+    Mcp-Session-Id, Last-Event-ID, Signature, Signature-Input, Self-Public-Key";
 
 /// The request methods the service tells apart. Anything else (`DELETE`,
 /// `PATCH`, WebDAV's `PROPFIND`, …) is [`Method::Other`], which no route

@@ -137,6 +137,10 @@ test("CORS preflight on every route", async () => {
     assert.match(r.headers.get("access-control-allow-headers"), /If-None-Match/i);
     // The public deployment's browser clients send it; allowed, and ignored.
     assert.match(r.headers.get("access-control-allow-headers"), /X-Self-Agent-Id/i);
+    // A browser can send a signed read (§12).
+    for (const h of ["Signature", "Signature-Input", "Self-Public-Key"]) {
+      assert.ok(r.headers.get("access-control-allow-headers").split(/,\s*/).includes(h), h);
+    }
     assert.equal(r.headers.get("access-control-max-age"), "86400");
   }
 });
