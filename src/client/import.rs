@@ -71,7 +71,7 @@ mod tests {
 
     // An identity file's key as Node writes it (PKCS#8 PEM): RFC 8410's
     // example key (section 10.3), kept with the other test fixtures.
-    const PEM: &str = include_str!("../../tests/fixtures/rfc8410-ed25519-private.pem");
+    const PEM: &str = include_str!("../../tests/fixtures/rfc8410-ed25519-private-key.txt");
 
     fn write(name: &str, doc: serde_json::Value) -> PathBuf {
         let p =
