@@ -19,7 +19,7 @@ use super::import::import_identity;
 use super::state::{Location, Pending, StateDir, KEY_FILE};
 use super::upgrade::UpgradeOptions;
 use super::writes::minimal;
-use super::{BackoffPolicy, Client, Error, HeadOutcome, PublishOutcome, PutOptions, Side};
+use super::{now_ms, BackoffPolicy, Client, Error, HeadOutcome, PublishOutcome, PutOptions, Side};
 use crate::core::crypto::AgentId;
 use crate::core::jcs::{self, cursor_hex};
 use crate::core::json::Json;
@@ -32,7 +32,7 @@ use crate::core::time::rfc3339;
 use crate::core::urls::Doc;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Paying for the paid tier from `self_upgrade` (only when configured).
 #[derive(Debug, Clone)]
@@ -600,12 +600,6 @@ fn applied_json(a: &Applied) -> Value {
 
 fn to_value(j: &Json) -> Value {
     serde_json::to_value(j).unwrap_or(Value::Null)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn no_identity(detail: &str) -> Answer {

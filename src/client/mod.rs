@@ -65,6 +65,13 @@ use crate::core::crypto::{AgentId, AgentKey};
 use http::{Transport, UreqTransport};
 use std::time::Duration;
 
+/// The client's one clock read, Unix ms (the pure functions take `now_ms`).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Default per-request timeout (connect + send + receive).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -9,10 +9,9 @@ use crate::print::{emit, print_json};
 use crate::publish;
 use clap::ValueEnum;
 use self_capsule::client::access::{self, Grant};
-use self_capsule::client::Error;
+use self_capsule::client::{now_ms, Error};
 use self_capsule::core::model::ReadScope;
 use self_capsule::core::time;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub(crate) const GRANT_AFTER_HELP: &str = "\
 Scopes: head (head.json), capsule (capsule.json), history (history.json, snapshots,
@@ -137,10 +136,4 @@ pub(crate) fn visibility(
         if public { "public" } else { "private" }
     );
     publish::publish(g, false, write, out)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -57,11 +57,4 @@ pub use flow::{StopAfter, UpgradeDone, UpgradeOptions};
 pub use record::{Abandoned, Failure, Payment, Record, ARCHIVE_DIR, UPGRADE_FILE};
 pub use status::TierView;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// The one clock read (the pure functions take `now_ms`).
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::client::now_ms;
