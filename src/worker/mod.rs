@@ -36,14 +36,13 @@ mod storage;
 
 use worker::{event, Context, Env, Request, Response};
 
-/// Runs once per isolate, when the module is instantiated (startup time, not a
-/// request's CPU time). Compiling the safety scanner's automata here keeps the
-/// first write on a fresh isolate from paying for it: measured ~130 ms in V8,
-/// which would not fit the free plan's 10 ms per-request CPU budget.
+/// Runs once per isolate, when the module is instantiated. Nothing else is
+/// prepared here: the safety scanner's automata are compiled at build time
+/// and rebuilt on the first write that needs them, so an isolate that only
+/// serves reads never pays for them.
 #[event(start)]
 fn start() {
     console_error_panic_hook::set_once();
-    crate::core::safety::warm_up();
 }
 
 /// Every request ends here with a JSON answer: any error below becomes a 503

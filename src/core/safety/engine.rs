@@ -1,44 +1,67 @@
-//! Compiles the rule table once and runs it over the views of one string.
+//! Runs the rule table over the views of one string.
 //!
-//! One `RegexSet` per view keeps the number of automata at three: a set
-//! answers "which rules match anywhere" in a single linear pass (one regex
-//! per rule was measured 4x slower: 90 passes over the text), and a cheap
-//! `is_match` pass first means clean strings (nearly all of them) never pay
-//! for the which-rules bookkeeping. Rules with a value check additionally get
-//! a capturing regex, run only when the set says the rule matched.
+//! One multi-pattern automaton per view answers "which rules match
+//! anywhere" in a single linear pass (one regex per rule was measured 4x
+//! slower: 90 passes over the text). Rules with a value check additionally
+//! get a capturing automaton, run only when the set says the rule matched.
 //! Rules with keywords (most vendor formats) stay out of the sets: one
-//! Aho-Corasick pass finds which keywords a string holds, and only those
-//! rules' regexes run (each compiled the first time it is needed), so a
-//! hundred vendor formats cost a string without any of their prefixes one
-//! linear scan, and they do not multiply the sets' automata.
-//! Structural rules (`Matcher::Detect`) are plain functions.
+//! keyword pass finds which keywords a string holds, and only those rules'
+//! automata run, so a hundred vendor formats cost a string without any of
+//! their prefixes one linear scan, and they do not multiply the sets'
+//! automata. Structural rules (`Matcher::Detect`) are plain functions.
+//!
+//! Every automaton comes compiled from `super::automata` (built at build
+//! time, rebuilt from its states on first use): nothing here compiles a
+//! regex, and nothing is touched until the first string is scanned.
 
+use super::automata::{self, Automaton, Kind, Source};
 use super::credential::looks_like_credential;
 use super::normalize::Views;
 use super::rules::{self, Check, Matcher, Rule, View};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use std::sync::OnceLock;
 
 const VIEWS: [View; 3] = [View::Raw, View::Lower, View::Squeezed];
 
 struct ViewSet {
     view: View,
-    set: RegexSet,
+    set: Automaton,
     /// `rules[i]` is the rule of the set's pattern `i`; `checks[i]` its
-    /// capturing regex when the rule has a value check.
+    /// capturing automaton when the rule has a value check.
     rules: Vec<&'static Rule>,
-    checks: Vec<Option<Regex>>,
+    checks: Vec<Option<Automaton>>,
 }
 
-fn build(pattern: &str) -> Regex {
-    RegexBuilder::new(pattern)
-        .unicode(false)
-        .build()
-        // The patterns are constants covered by unit tests; a failure here
-        // is a build defect, and failing closed (a panic, so the write is
-        // not accepted) beats scanning with no rules.
-        .expect("safety rule patterns compile")
+/// The rules of `view` that run on every string (no keywords).
+fn set_rules(view: View) -> impl Iterator<Item = &'static Rule> {
+    rules::all().filter(move |rule| {
+        matches!(rule.matcher, Matcher::Pattern { view: v, keywords: [], .. } if v == view)
+    })
+}
+
+fn regex_of(rule: &Rule) -> &'static str {
+    match rule.matcher {
+        Matcher::Pattern { regex, .. } => regex,
+        Matcher::Detect(_) => "",
+    }
+}
+
+fn set_source(view: View) -> Source {
+    let patterns = set_rules(view).map(|r| regex_of(r).to_string()).collect();
+    Source::new(Kind::Which, patterns)
+}
+
+fn one(kind: Kind, regex: &str) -> Source {
+    Source::new(kind, vec![regex.to_string()])
+}
+
+fn is_checked(rule: &Rule) -> bool {
+    matches!(
+        rule.matcher,
+        Matcher::Pattern {
+            check: Check::CredentialValue,
+            ..
+        }
+    )
 }
 
 fn sets() -> &'static [ViewSet] {
@@ -47,31 +70,16 @@ fn sets() -> &'static [ViewSet] {
         VIEWS
             .iter()
             .map(|&view| {
-                let mut rules = Vec::new();
-                let mut patterns = Vec::new();
-                let mut checks = Vec::new();
-                for rule in rules::all() {
-                    if let Matcher::Pattern {
-                        view: v,
-                        check,
-                        keywords: [],
-                        regex,
-                    } = rule.matcher
-                    {
-                        if v == view {
-                            rules.push(rule);
-                            patterns.push(regex);
-                            checks.push((check == Check::CredentialValue).then(|| build(regex)));
-                        }
-                    }
-                }
-                let set = RegexSetBuilder::new(&patterns)
-                    .unicode(false)
-                    .build()
-                    .expect("safety rule patterns compile");
+                let rules: Vec<&'static Rule> = set_rules(view).collect();
+                let checks = rules
+                    .iter()
+                    .map(|r| {
+                        is_checked(r).then(|| Automaton::load(&one(Kind::Captures, regex_of(r))))
+                    })
+                    .collect();
                 ViewSet {
                     view,
-                    set,
+                    set: Automaton::load(&set_source(view)),
                     rules,
                     checks,
                 }
@@ -80,89 +88,137 @@ fn sets() -> &'static [ViewSet] {
     })
 }
 
-/// A rule that runs only where one of its keywords occurs.
+/// A rule that runs only where one of its keywords occurs; its automaton
+/// is loaded the first time one does.
 struct Keyed {
     rule: &'static Rule,
-    regex: OnceLock<Regex>,
+    automaton: OnceLock<Automaton>,
 }
 
 struct Keywords {
     /// Keywords of case-sensitive rules (vendor prefixes on the raw view,
     /// "AKIA", "AAAA"), matched exactly, so "sha256:aaaa…" wakes no rule.
-    exact: Automaton,
+    exact: KeywordSet,
     /// Keywords of the other rules, any ASCII case.
-    any_case: Automaton,
+    any_case: KeywordSet,
     rules: Vec<Keyed>,
 }
 
-struct Automaton {
-    automaton: AhoCorasick,
+struct KeywordSet {
+    automaton: Automaton,
     /// Keyword index -> index in `Keywords::rules`.
     owner: Vec<usize>,
 }
 
-impl Automaton {
-    fn new(words: &[&str], owner: Vec<usize>, any_case: bool) -> Automaton {
-        // A DFA: the fastest search, and a few hundred keywords build it in
-        // well under a millisecond.
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(any_case)
-            .kind(Some(AhoCorasickKind::DFA))
-            .match_kind(MatchKind::Standard)
-            .build(words)
-            .expect("safety rule keywords compile");
-        Automaton { automaton, owner }
-    }
-
+impl KeywordSet {
     /// Marks the rules whose keywords occur in `hay`.
     fn mark(&self, hay: &[u8], candidates: &mut [bool]) {
-        for m in self.automaton.find_overlapping_iter(hay) {
-            if let Some(&i) = self.owner.get(m.pattern().as_usize()) {
+        for keyword in self.automaton.which(hay).iter() {
+            if let Some(&i) = self.owner.get(keyword.as_usize()) {
                 candidates[i] = true;
             }
         }
     }
 }
 
+/// The keyword-gated rules, and their keywords split by case sensitivity
+/// (as patterns: escaped literals, any-case ones under `(?i)`).
+struct KeywordPlan {
+    rules: Vec<&'static Rule>,
+    exact: (Vec<String>, Vec<usize>),
+    any_case: (Vec<String>, Vec<usize>),
+}
+
+fn keyword_plan() -> KeywordPlan {
+    let mut plan = KeywordPlan {
+        rules: Vec::new(),
+        exact: (Vec::new(), Vec::new()),
+        any_case: (Vec::new(), Vec::new()),
+    };
+    for rule in rules::all() {
+        if let Matcher::Pattern {
+            view,
+            keywords,
+            regex,
+            ..
+        } = rule.matcher
+        {
+            if keywords.is_empty() {
+                continue;
+            }
+            let case_sensitive = view == View::Raw && !regex.contains("(?i");
+            for w in keywords {
+                let (words, owners) = if case_sensitive {
+                    &mut plan.exact
+                } else {
+                    &mut plan.any_case
+                };
+                let literal = automata::escape(w);
+                words.push(if case_sensitive {
+                    literal
+                } else {
+                    format!("(?i){literal}")
+                });
+                owners.push(plan.rules.len());
+            }
+            plan.rules.push(rule);
+        }
+    }
+    plan
+}
+
 fn keywords() -> &'static Keywords {
     static KEYWORDS: OnceLock<Keywords> = OnceLock::new();
     KEYWORDS.get_or_init(|| {
-        let mut rules = Vec::new();
-        let (mut exact, mut exact_owner) = (Vec::new(), Vec::new());
-        let (mut any, mut any_owner) = (Vec::new(), Vec::new());
-        for rule in rules::all() {
-            if let Matcher::Pattern {
-                view,
-                keywords,
-                regex,
-                ..
-            } = rule.matcher
-            {
-                if keywords.is_empty() {
-                    continue;
-                }
-                let case_sensitive = view == View::Raw && !regex.contains("(?i");
-                for w in keywords {
-                    if case_sensitive {
-                        exact.push(*w);
-                        exact_owner.push(rules.len());
-                    } else {
-                        any.push(*w);
-                        any_owner.push(rules.len());
-                    }
-                }
-                rules.push(Keyed {
-                    rule,
-                    regex: OnceLock::new(),
-                });
-            }
-        }
+        let plan = keyword_plan();
+        let set = |(words, owner): (Vec<String>, Vec<usize>)| KeywordSet {
+            automaton: Automaton::load(&Source::new(Kind::Which, words)),
+            owner,
+        };
         Keywords {
-            exact: Automaton::new(&exact, exact_owner, false),
-            any_case: Automaton::new(&any, any_owner, true),
-            rules,
+            exact: set(plan.exact),
+            any_case: set(plan.any_case),
+            rules: plan
+                .rules
+                .into_iter()
+                .map(|rule| Keyed {
+                    rule,
+                    automaton: OnceLock::new(),
+                })
+                .collect(),
         }
     })
+}
+
+/// The automaton a keyword-gated rule runs: match-only, or with capture
+/// groups when the rule checks a captured value.
+fn keyed_source(rule: &Rule) -> Source {
+    let kind = if is_checked(rule) {
+        Kind::Captures
+    } else {
+        Kind::Match
+    };
+    one(kind, regex_of(rule))
+}
+
+/// Every automaton the scanner loads, for `automata::generate` (which
+/// compiles them into `rules.bin`).
+#[cfg(test)]
+pub(super) fn sources() -> Vec<Source> {
+    let mut all: Vec<Source> = VIEWS.iter().map(|&v| set_source(v)).collect();
+    for view in VIEWS {
+        all.extend(
+            set_rules(view)
+                .filter(|r| is_checked(r))
+                .map(|r| one(Kind::Captures, regex_of(r))),
+        );
+    }
+    let plan = keyword_plan();
+    all.push(Source::new(Kind::Which, plan.exact.0));
+    all.push(Source::new(Kind::Which, plan.any_case.0));
+    all.extend(plan.rules.iter().map(|r| keyed_source(r)));
+    all.extend(rules::automata_sources());
+    all
 }
 
 type Detector = (&'static Rule, fn(&Views) -> bool);
@@ -192,12 +248,13 @@ fn text<'a>(views: &'a Views<'_>, view: View) -> &'a [u8] {
 pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
     for vs in sets() {
         let hay = text(views, vs.view);
-        if hay.is_empty() || !vs.set.is_match(hay) {
+        if hay.is_empty() {
             continue;
         }
-        for i in vs.set.matches(hay).iter() {
+        for i in vs.set.which(hay).iter() {
+            let i = i.as_usize();
             let confirmed = match vs.checks.get(i) {
-                Some(Some(re)) => credential_captured(re, hay),
+                Some(Some(captures)) => credential_captured(captures, hay),
                 _ => true,
             };
             if let (true, Some(&rule)) = (confirmed, vs.rules.get(i)) {
@@ -210,17 +267,16 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
     kw.exact.mark(views.raw.as_bytes(), &mut candidates);
     kw.any_case.mark(views.raw.as_bytes(), &mut candidates);
     for (keyed, _) in kw.rules.iter().zip(&candidates).filter(|(_, &c)| c) {
-        let Matcher::Pattern {
-            view, check, regex, ..
-        } = keyed.rule.matcher
-        else {
+        let Matcher::Pattern { view, check, .. } = keyed.rule.matcher else {
             continue;
         };
-        let compiled = keyed.regex.get_or_init(|| build(regex));
+        let automaton = keyed
+            .automaton
+            .get_or_init(|| Automaton::load(&keyed_source(keyed.rule)));
         let hay = text(views, view);
         let found = match check {
-            Check::None => compiled.is_match(hay),
-            Check::CredentialValue => credential_captured(compiled, hay),
+            Check::None => automaton.is_match(hay),
+            Check::CredentialValue => credential_captured(automaton, hay),
         };
         if found {
             hit(keyed.rule);
@@ -234,18 +290,165 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
 }
 
 /// Some capture group of some match looks like a real credential.
-fn credential_captured(regex: &Regex, hay: &[u8]) -> bool {
-    regex.captures_iter(hay).any(|caps| {
-        caps.iter()
-            .skip(1)
-            .flatten()
-            .any(|m| looks_like_credential(m.as_bytes()))
-    })
+fn credential_captured(captures: &Automaton, hay: &[u8]) -> bool {
+    captures.any_group(hay, looks_like_credential)
 }
 
-/// Forces compilation (for warm-up and the compile-cost measurement).
+/// Loads the always-run automata now instead of on the first scan (for the
+/// cold-start measurement).
 pub(super) fn warm_up() {
     let _ = sets();
     let _ = keywords();
     let _ = detectors();
+}
+
+/// The loaded automata answer exactly what the `regex` crate (and, for the
+/// credential labels, `aho-corasick`) answers for the same patterns: the
+/// engines the scanner compiled at start-up before, on every text of the
+/// safety corpora and every rule example, in every view.
+#[cfg(test)]
+mod same_as_the_regex_crate {
+    use super::*;
+    use regex::bytes::{Regex, RegexBuilder, RegexSetBuilder};
+
+    fn texts() -> Vec<String> {
+        let mut out = Vec::new();
+        for file in [
+            include_str!("../../../tests/corpus/public/unsafe.tsv"),
+            include_str!("../../../tests/corpus/public/benign.tsv"),
+            include_str!("../../../tests/corpus/malicious.txt"),
+            include_str!("../../../tests/corpus/benign.txt"),
+        ] {
+            for line in file.lines().filter(|l| !l.starts_with('#')) {
+                out.extend(line.split('\t').map(str::to_string));
+            }
+        }
+        for rule in rules::all() {
+            out.extend(rule.hits.iter().chain(rule.misses).map(|s| s.to_string()));
+        }
+        out
+    }
+
+    fn regex(p: &str) -> Regex {
+        RegexBuilder::new(p).unicode(false).build().unwrap()
+    }
+
+    fn captured(re: &Regex, hay: &[u8]) -> bool {
+        re.captures_iter(hay).any(|caps| {
+            caps.iter()
+                .skip(1)
+                .flatten()
+                .any(|m| looks_like_credential(m.as_bytes()))
+        })
+    }
+
+    #[test]
+    fn on_every_corpus_text_and_rule_example() {
+        let texts = texts();
+        assert!(texts.len() > 1500, "{} texts", texts.len());
+        let keyed: Vec<(&Keyed, Regex)> = keywords()
+            .rules
+            .iter()
+            .map(|k| (k, regex(regex_of(k.rule))))
+            .collect();
+        let plan = keyword_plan();
+        let exact = RegexSetBuilder::new(&plan.exact.0)
+            .unicode(false)
+            .build()
+            .unwrap();
+        let any = RegexSetBuilder::new(&plan.any_case.0)
+            .unicode(false)
+            .build()
+            .unwrap();
+        let labels = regex(&crate::core::safety::rules::hex_key_label_pattern());
+        let label_sets: Vec<aho_corasick::AhoCorasick> = rules::LABELS
+            .iter()
+            .map(|l| {
+                aho_corasick::AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(*l)
+                    .unwrap()
+            })
+            .collect();
+        let view_sets: Vec<_> = sets()
+            .iter()
+            .map(|vs| {
+                let patterns: Vec<&str> = vs.rules.iter().map(|r| regex_of(r)).collect();
+                (
+                    vs,
+                    RegexSetBuilder::new(&patterns)
+                        .unicode(false)
+                        .build()
+                        .unwrap(),
+                )
+            })
+            .collect();
+        let mut compared = 0usize;
+        for text in &texts {
+            let views = crate::core::safety::normalize::views(text);
+            for (vs, set) in &view_sets {
+                let hay = super::text(&views, vs.view);
+                let want: Vec<usize> = set.matches(hay).iter().collect();
+                let got: Vec<usize> = vs.set.which(hay).iter().map(|p| p.as_usize()).collect();
+                assert_eq!(want, got, "{:?} set on {text:?}", vs.view);
+            }
+            let raw = views.raw.as_bytes();
+            let kw = keywords();
+            let got: Vec<usize> = kw
+                .exact
+                .automaton
+                .which(raw)
+                .iter()
+                .map(|p| p.as_usize())
+                .collect();
+            assert_eq!(
+                exact.matches(raw).iter().collect::<Vec<_>>(),
+                got,
+                "keywords on {text:?}"
+            );
+            let got: Vec<usize> = kw
+                .any_case
+                .automaton
+                .which(raw)
+                .iter()
+                .map(|p| p.as_usize())
+                .collect();
+            assert_eq!(
+                any.matches(raw).iter().collect::<Vec<_>>(),
+                got,
+                "keywords on {text:?}"
+            );
+            for (k, re) in &keyed {
+                let Matcher::Pattern { view, check, .. } = k.rule.matcher else {
+                    continue;
+                };
+                let hay = super::text(&views, view);
+                let automaton = k
+                    .automaton
+                    .get_or_init(|| Automaton::load(&keyed_source(k.rule)));
+                let (want, got) = match check {
+                    Check::None => (re.is_match(hay), automaton.is_match(hay)),
+                    Check::CredentialValue => {
+                        (captured(re, hay), credential_captured(automaton, hay))
+                    }
+                };
+                assert_eq!(want, got, "{} on {text:?}", k.rule.name);
+                compared += 1;
+            }
+            let lower = views.lower.as_bytes();
+            let want: Vec<usize> = labels.find_iter(lower).map(|m| m.end()).collect();
+            assert_eq!(
+                want,
+                crate::core::safety::rules::hex_key_label_ends(lower),
+                "labels on {text:?}"
+            );
+            let want = [label_sets[0].is_match(lower), label_sets[1].is_match(lower)];
+            assert_eq!(
+                want,
+                rules::label_hits(lower),
+                "credential labels on {text:?}"
+            );
+        }
+        assert!(compared > 100_000, "{compared}");
+    }
 }

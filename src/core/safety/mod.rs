@@ -4,7 +4,10 @@
 //! (`normalize`) and checked against a fixed rule table (`rules`, one file
 //! per family, each rule with its own examples): linear-time patterns,
 //! keyword-gated patterns and structural checks, run by `engine`; the
-//! multilingual directive families read the token view of `lexicon`. A few
+//! multilingual directive families read the token view of `lexicon`.
+//! Nothing is compiled at run time: the patterns' automata (`automata`) and
+//! the lexicon's table are built from the rule table at build time, checked
+//! by tests to be exactly what it compiles to, and loaded on first use. A few
 //! field positions are exempt from some rules (`Rule::exempt`, positions from
 //! `walk`): the receipt `evidence_url`, `allowed_domains` values and tool ids.
 //! A note's key and value are also scanned joined (`"<key>: <value>"`), for
@@ -12,6 +15,7 @@
 //! Findings name the class, the rule and the JSON path, never the matched
 //! text (echoing a secret back in an error would leak it again).
 
+mod automata;
 mod credential;
 mod engine;
 mod lexicon;
@@ -88,8 +92,8 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
     findings
 }
 
-/// Compiles the rule automata now instead of on the first scan (optional;
-/// lets a Worker pay the one-off cost outside a request's critical path).
+/// Loads the automata every scan runs now instead of on the first scan
+/// (tests and the cold-start measurement; the Worker does not need it).
 pub fn warm_up() {
     engine::warm_up();
 }

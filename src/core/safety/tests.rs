@@ -74,7 +74,7 @@ fn fake_aws_key_id() -> String {
 }
 
 #[test]
-fn all_patterns_compile() {
+fn every_always_run_automaton_loads() {
     warm_up();
 }
 

@@ -22,35 +22,65 @@
 //! languages). Terms are written naturally, with accents; they go through
 //! the same folding as the text when the table is built.
 //!
+//! The table (words, stems, phrase heads, unspaced terms, each with its
+//! categories) is built from the language files at build time: `generate`
+//! folds every term the way the text is folded and writes `table.rs`, a set
+//! of perfect-hash maps (`phf`) that are static data in the binary, so no
+//! isolate builds anything; a test fails if `table.rs` is not what the
+//! language files produce (regenerate with `SELFCAP_REGEN_SCANNER=1 cargo
+//! test --lib safety`).
+//!
 //! Everything here is linear in the input: one pass to tokenize, bounded
 //! hash lookups per token (phrases of at most [`MAX_PHRASE`] words, stems
 //! tried per character of the word), bounded lookups per CJK character.
 
+// The language files: the terms `generate` compiles into `table.rs` (and
+// each language's examples, which the tests run). Not in the binary.
+#[cfg(test)]
 mod ar;
+#[cfg(test)]
 mod de;
+#[cfg(test)]
 mod en;
+#[cfg(test)]
 mod es;
+#[cfg(test)]
 mod fa;
+#[cfg(test)]
 mod fr;
+#[cfg(test)]
+mod generate;
+#[cfg(test)]
 mod hi;
+#[cfg(test)]
 mod id;
+#[cfg(test)]
 mod it;
+#[cfg(test)]
 mod ja;
+#[cfg(test)]
 mod ko;
+#[cfg(test)]
 mod nl;
+#[cfg(test)]
 mod pl;
+#[cfg(test)]
 mod pt;
+#[cfg(test)]
 mod ru;
+#[cfg(test)]
 mod tr;
+#[cfg(test)]
 mod vi;
+#[cfg(test)]
 mod zh;
+// @generated from the language files by `generate`.
+#[rustfmt::skip]
+mod table;
 
 use super::normalize::unleet;
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::OnceLock;
 use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
+use unicode_normalization::UnicodeNormalization;
 
 /// Term categories, one bit each. A token may carry several.
 pub(crate) mod cat {
@@ -163,7 +193,7 @@ pub(crate) mod cat {
 /// Longest phrase, in words.
 pub(crate) const MAX_PHRASE: usize = 6;
 /// Shortest stem, in characters.
-const MIN_STEM: usize = 3;
+pub(crate) const MIN_STEM: usize = 3;
 
 /// One token of a string: its categories (terms and shape flags).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -218,123 +248,8 @@ pub(crate) fn all_languages() -> [Language; 18] {
     ]
 }
 
-/// Every language's terms.
-fn languages() -> [&'static [(&'static str, u64)]; 18] {
-    [
-        en::TERMS,
-        es::TERMS,
-        de::TERMS,
-        fr::TERMS,
-        pt::TERMS,
-        it::TERMS,
-        nl::TERMS,
-        pl::TERMS,
-        ru::TERMS,
-        tr::TERMS,
-        zh::TERMS,
-        ja::TERMS,
-        ko::TERMS,
-        ar::TERMS,
-        hi::TERMS,
-        fa::TERMS,
-        vi::TERMS,
-        id::TERMS,
-    ]
-}
-
-/// FxHash (the rustc hasher): the table is built from constants, so
-/// SipHash's flooding resistance buys nothing, and lookups are the
-/// tokenizer's hot path.
-#[derive(Default)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<V> = HashMap<String, V, BuildHasherDefault<Fx>>;
-
-struct Table {
-    /// Whole words and phrases (words joined by one space).
-    exact: FxMap<u64>,
-    /// Stems (prefixes) of single words.
-    stems: FxMap<u64>,
-    /// The first MIN_STEM characters of every stem: a word whose start is
-    /// not here has no stem, and most words are ruled out by one lookup.
-    stem_starts: HashSet<String, BuildHasherDefault<Fx>>,
-    /// First words of phrases, so phrase lookups are only tried there.
-    phrase_heads: HashSet<String, BuildHasherDefault<Fx>>,
-    /// Terms of unspaced scripts, by first character, longest first.
-    unspaced: HashMap<char, Vec<(String, u64)>>,
-}
-
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = Table {
-            exact: FxMap::default(),
-            stems: FxMap::default(),
-            stem_starts: HashSet::default(),
-            phrase_heads: HashSet::default(),
-            unspaced: HashMap::new(),
-        };
-        for &(term, cats) in languages().iter().flat_map(|l| l.iter()) {
-            add_term(&mut t, term, cats);
-        }
-        for list in t.unspaced.values_mut() {
-            list.sort_by_key(|(term, _)| std::cmp::Reverse(term.chars().count()));
-        }
-        t
-    })
-}
-
-fn add_term(t: &mut Table, term: &str, cats: u64) {
-    // Terms are written in NFC; only compatibility forms need NFKC (checked
-    // quickly), and ASCII needs neither: this runs for every term at start-up.
-    let lowered = if term.is_ascii() {
-        term.to_ascii_lowercase()
-    } else if is_nfkc_quick(term.chars()) == IsNormalized::Yes {
-        term.to_lowercase()
-    } else {
-        term.nfkc().collect::<String>().to_lowercase()
-    };
-    if lowered.chars().next().is_some_and(is_unspaced) {
-        let first = lowered.chars().next().unwrap_or_default();
-        let list = t.unspaced.entry(first).or_default();
-        match list.iter_mut().find(|(s, _)| *s == lowered) {
-            Some(entry) => entry.1 |= cats,
-            None => list.push((lowered, cats)),
-        }
-        return;
-    }
-    let words: Vec<String> = lowered
-        .split(' ')
-        .map(|w| fold_word(w.to_string()))
-        .collect();
-    if let [word] = words.as_slice() {
-        match word.strip_suffix('*') {
-            Some(stem) => {
-                t.stem_starts.insert(stem.chars().take(MIN_STEM).collect());
-                *t.stems.entry(stem.to_string()).or_default() |= cats
-            }
-            None => *t.exact.entry(word.clone()).or_default() |= cats,
-        }
-    } else {
-        t.phrase_heads.insert(words[0].clone());
-        *t.exact.entry(words.join(" ")).or_default() |= cats;
-    }
-}
-
 /// Scripts written without spaces between words.
-fn is_unspaced(c: char) -> bool {
+pub(crate) fn is_unspaced(c: char) -> bool {
     !c.is_ascii()
         && matches!(c,
         '\u{0E00}'..='\u{0E7F}' // Thai
@@ -356,7 +271,7 @@ fn is_word_char(c: char) -> bool {
 
 /// Accents off Latin letters, a few letters NFD cannot split, and leetspeak
 /// undone in words that mix letters and digits. Other scripts are untouched.
-fn fold_word(word: String) -> String {
+pub(crate) fn fold_word(word: String) -> String {
     // Plain lower-case ASCII letters (most words): nothing to fold.
     if word.bytes().all(|b| b.is_ascii_lowercase() || b == b'*') {
         return word;
@@ -410,7 +325,6 @@ pub(crate) fn tokens(lower: &str) -> Tokens {
 }
 
 fn token_list(lower: &str) -> Vec<Tok> {
-    let t = table();
     let mut out = Vec::new();
     let mut words: Vec<Word> = Vec::new();
     let chars: Vec<char> = lower.chars().collect();
@@ -419,12 +333,12 @@ fn token_list(lower: &str) -> Vec<Tok> {
     while i < chars.len() {
         let c = chars[i];
         if is_unspaced(c) {
-            flush_words(t, &mut words, &mut out);
+            flush_words(&mut words, &mut out);
             let start = i;
             while i < chars.len() && is_unspaced(chars[i]) {
                 i += 1;
             }
-            unspaced_run(t, &chars[start..i], &mut out);
+            unspaced_run(&chars[start..i], &mut out);
             prev_ident = false;
             continue;
         }
@@ -462,32 +376,32 @@ fn token_list(lower: &str) -> Vec<Tok> {
             flags,
         });
     }
-    flush_words(t, &mut words, &mut out);
+    flush_words(&mut words, &mut out);
     out
 }
 
 /// Joins runs of three or more one-letter words ("i g n o r e"), then looks
 /// every word (or phrase) up.
-fn flush_words(t: &Table, words: &mut Vec<Word>, out: &mut Vec<Tok>) {
+fn flush_words(words: &mut Vec<Word>, out: &mut Vec<Tok>) {
     let joined = join_spelled_out(std::mem::take(words));
     let mut i = 0;
     while i < joined.len() {
         let w = &joined[i];
         let mut taken = 1;
         let mut cats = 0;
-        if t.phrase_heads.contains(&w.text) {
+        if table::PHRASE_HEADS.contains(w.text.as_str()) {
             let mut phrase = w.text.clone();
             for n in 2..=MAX_PHRASE.min(joined.len() - i) {
                 phrase.push(' ');
                 phrase.push_str(&joined[i + n - 1].text);
-                if let Some(&c) = t.exact.get(&phrase) {
+                if let Some(&c) = table::EXACT.get(phrase.as_str()) {
                     cats = c;
                     taken = n;
                 }
             }
         }
         if taken == 1 {
-            cats = lookup_word(t, &w.text);
+            cats = lookup_word(&w.text);
         }
         let flags = joined[i..i + taken].iter().fold(0, |f, w| f | w.flags);
         out.push(Tok { cats: cats | flags });
@@ -530,8 +444,8 @@ fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
     }
 }
 
-fn lookup_word(t: &Table, word: &str) -> u64 {
-    if let Some(&c) = t.exact.get(word) {
+fn lookup_word(word: &str) -> u64 {
+    if let Some(&c) = table::EXACT.get(word) {
         return c;
     }
     // Longest stem that prefixes the word (at least MIN_STEM characters).
@@ -539,14 +453,14 @@ fn lookup_word(t: &Table, word: &str) -> u64 {
         .char_indices()
         .nth(MIN_STEM)
         .map_or(word.len(), |(i, _)| i);
-    if !t.stem_starts.contains(&word[..start_end]) {
+    if !table::STEM_STARTS.contains(&word[..start_end]) {
         return 0;
     }
     let mut end = word.len();
     let mut chars = word.chars().count();
     let mut rev = word.chars().rev();
     while chars >= MIN_STEM {
-        if let Some(&c) = t.stems.get(&word[..end]) {
+        if let Some(&c) = table::STEMS.get(&word[..end]) {
             return c;
         }
         let Some(last) = rev.next() else { break };
@@ -559,10 +473,10 @@ fn lookup_word(t: &Table, word: &str) -> u64 {
 /// Matches terms greedily (longest first) inside a run of an unspaced
 /// script; every unmatched character is one empty token, so distances stay
 /// comparable with spaced languages.
-fn unspaced_run(t: &Table, run: &[char], out: &mut Vec<Tok>) {
+fn unspaced_run(run: &[char], out: &mut Vec<Tok>) {
     let mut i = 0;
     while i < run.len() {
-        let found = t.unspaced.get(&run[i]).and_then(|list| {
+        let found = table::UNSPACED.get(&run[i]).and_then(|list| {
             list.iter().find(|(term, _)| {
                 let mut k = i;
                 term.chars().all(|tc| {

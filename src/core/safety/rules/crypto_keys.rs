@@ -11,6 +11,7 @@
 //! label is not a private-key label.
 
 use super::{Matcher::Detect, Rule, BASE};
+use crate::core::safety::automata::{self, Automaton, Kind, Source};
 use crate::core::safety::normalize::{self, Views};
 use crate::core::safety::FindingClass::Secret;
 use sha2::{Digest, Sha256};
@@ -24,7 +25,7 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "bip39_mnemonic",
         matcher: Detect(bip39_mnemonic),
-        hits: &[
+        hits: examples![
             // BIP39 test vectors (trezor/python-mnemonic vectors.json).
             concat!(
                 "abandon abandon abandon abandon abandon abandon ",
@@ -39,7 +40,7 @@ pub(super) static RULES: &[Rule] = &[
                 "absorb abstract absurd abuse access accident"
             ),
         ],
-        misses: &[
+        misses: examples![
             concat!(
                 "Review the open pull request, then write a short summary for ",
                 "the team and plan the next release with a clear budget."
@@ -58,7 +59,7 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "bitcoin_wif_key",
         matcher: Detect(wif_key),
-        hits: &[
+        hits: examples![
             // Bitcoin wiki "Wallet import format" example.
             concat!(
                 "wif ",
@@ -72,7 +73,7 @@ pub(super) static RULES: &[Rule] = &[
                 "."
             ),
         ],
-        misses: &[
+        misses: examples![
             // The same key with one character changed: checksum fails.
             concat!("5HueCGU8rMjxEXxiPuD5BDku", "4MkFqeZyd4dZ1jvhTVqvbTLvyTK"),
             // A Bitcoin address (version 0x00).
@@ -86,7 +87,7 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "bip32_extended_private_key",
         matcher: Detect(extended_private_key),
-        hits: &[
+        hits: examples![
             // BIP32 test vector 1, chain m.
             concat!(
                 "xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJ",
@@ -98,7 +99,7 @@ pub(super) static RULES: &[Rule] = &[
                 "xWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi"
             ),
         ],
-        misses: &[
+        misses: examples![
             // Its public counterpart.
             concat!(
                 "xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoC",
@@ -114,7 +115,7 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "solana_secret_key",
         matcher: Detect(solana_keypair),
-        hits: &[
+        hits: examples![
             // Seed 0x00..0x1f followed by its public key (Base58).
             concat!(
                 "keypair ",
@@ -128,7 +129,7 @@ pub(super) static RULES: &[Rule] = &[
                 "18,85,49,184]"
             ),
         ],
-        misses: &[
+        misses: examples![
             // A Solana address (32 bytes): the public key above.
             "pay FAe4sisG95oZ42w7buUn5qEE4TAnfTTFPiguZUHmhiF",
             "ed25519 pubkey 03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8",
@@ -147,7 +148,7 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "hex_private_key",
         matcher: Detect(labelled_hex_key),
-        hits: &[
+        hits: examples![
             concat!(
                 "PRIVATE_KEY=0x4c0883a69102937d6231471b5dbb6204",
                 "fe5129617082792ae468d01a3f362318"
@@ -161,7 +162,7 @@ pub(super) static RULES: &[Rule] = &[
                 "fe5129617082792ae468d01a3f362318"
             ),
         ],
-        misses: &[
+        misses: examples![
             concat!(
                 "tx hash 0x4c0883a69102937d6231471b5dbb6204",
                 "fe5129617082792ae468d01a3f362318"
@@ -574,12 +575,7 @@ fn labelled_hex_key(v: &Views) -> bool {
         if value_start > 0 && s[value_start - 1].is_ascii_alphanumeric() {
             continue;
         }
-        let ends = label_ends.get_or_insert_with(|| {
-            hex_key_label_regex()
-                .find_iter(s)
-                .map(|m| m.end())
-                .collect()
-        });
+        let ends = label_ends.get_or_insert_with(|| hex_key_labels().match_ends(s));
         // The last label ending before the value, within the window, with
         // no hash/address word between it and the value.
         let label_end = ends
@@ -625,24 +621,33 @@ fn mnemonic_labels() -> &'static [String] {
 }
 
 /// All private-key labels as one literal alternation (linear-time search).
-fn hex_key_label_regex() -> &'static regex::bytes::Regex {
-    static LABELS: OnceLock<regex::bytes::Regex> = OnceLock::new();
-    LABELS.get_or_init(|| {
-        let mut alternatives = Vec::new();
-        for label in HEX_KEY_LABELS {
-            let folded = fold(label);
-            if label.is_ascii() && label.contains(' ') {
-                for sep in ["_", "-", ""] {
-                    alternatives.push(regex::escape(&folded.replace(' ', sep)));
-                }
+pub(super) fn hex_key_label_source() -> Source {
+    let mut alternatives = Vec::new();
+    for label in HEX_KEY_LABELS {
+        let folded = fold(label);
+        if label.is_ascii() && label.contains(' ') {
+            for sep in ["_", "-", ""] {
+                alternatives.push(automata::escape(&folded.replace(' ', sep)));
             }
-            alternatives.push(regex::escape(&folded));
         }
-        regex::bytes::RegexBuilder::new(&alternatives.join("|"))
-            .unicode(false)
-            .build()
-            .expect("label alternation compiles")
-    })
+        alternatives.push(automata::escape(&folded));
+    }
+    Source::new(Kind::Match, vec![alternatives.join("|")])
+}
+
+#[cfg(test)]
+pub(crate) fn hex_key_label_pattern() -> String {
+    hex_key_label_source().patterns.remove(0)
+}
+
+#[cfg(test)]
+pub(crate) fn hex_key_label_ends(hay: &[u8]) -> Vec<usize> {
+    hex_key_labels().match_ends(hay)
+}
+
+fn hex_key_labels() -> &'static Automaton {
+    static LABELS: OnceLock<Automaton> = OnceLock::new();
+    LABELS.get_or_init(|| Automaton::load(&hex_key_label_source()))
 }
 
 /// A label as the `lower` view would show it (so labels and text agree on

@@ -10,9 +10,9 @@
 //! version, hash-shaped hex or template placeholder.
 
 use super::{Matcher::Detect, Rule, BASE};
+use crate::core::safety::automata::{self, Automaton, Kind, Source};
 use crate::core::safety::normalize::Views;
 use crate::core::safety::FindingClass::Secret;
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -21,12 +21,12 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "labelled_password",
         matcher: Detect(|v| labelled(v, PASSWORD_LABELS, password_index(), password_like)),
-        hits: &[
+        hits: examples![
             "the root password on the build box is now cqTEo5w7wfXawAwx",
             "Passwort für den Admin-Account: UAj60Sw*3cjLSNH41A@b",
             "服务器密码是Tr0ub4dor&3x",
         ],
-        misses: &[
+        misses: examples![
             "password policy: min 12 chars, 1 symbol",
             "rotate the DB password after deploy v2.3.1-rc1",
             "the password hash uses argon2id now",
@@ -37,11 +37,11 @@ pub(super) static RULES: &[Rule] = &[
         class: Secret,
         name: "labelled_api_key",
         matcher: Detect(|v| labelled(v, KEY_LABELS, key_index(), key_like)),
-        hits: &[
+        hits: examples![
             "jira api token wj1fqomks7ecj46h0nm6f7aw for the bot",
             "storage account key a2gbFk8TVFYKm2Ps+x+IB4Rss1dHbFWvuUdt4pCa",
         ],
-        misses: &[
+        misses: examples![
             "rotate the API key monthly",
             "token contract 0x6b175474e89094c44da98b954eedeac495271d0f",
         ],
@@ -137,7 +137,36 @@ fn unspaced(label: &str) -> bool {
 /// whether a string holds any label at all (most hold none).
 struct Index {
     by_first_word: HashMap<String, Vec<Vec<String>>>,
-    any: AhoCorasick,
+    any: Automaton,
+}
+
+/// Any label, any ASCII case, as one literal alternation (compiled into
+/// `automata`'s table at build time).
+fn labels_source(labels: &[&str]) -> Source {
+    let alternatives: Vec<String> = labels.iter().map(|l| automata::escape(l)).collect();
+    Source::new(
+        Kind::Match,
+        vec![format!("(?i)(?:{})", alternatives.join("|"))],
+    )
+}
+
+/// Whether `hay` holds a password label / a key label (for the test that
+/// compares the automata with Aho-Corasick, which this used before).
+#[cfg(test)]
+pub(crate) fn label_hits(hay: &[u8]) -> [bool; 2] {
+    [
+        password_index().any.is_match(hay),
+        key_index().any.is_match(hay),
+    ]
+}
+
+#[cfg(test)]
+pub(crate) const LABELS: [&[&str]; 2] = [PASSWORD_LABELS, KEY_LABELS];
+
+/// The automata this family loads, for `automata::generate`.
+#[cfg(test)]
+pub(super) fn automata_sources() -> Vec<Source> {
+    vec![labels_source(PASSWORD_LABELS), labels_source(KEY_LABELS)]
 }
 
 fn index(labels: &[&str]) -> Index {
@@ -149,11 +178,7 @@ fn index(labels: &[&str]) -> Index {
             .or_default()
             .push(words);
     }
-    let any = AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(labels)
-        .expect("label automaton builds");
+    let any = Automaton::load(&labels_source(labels));
     Index { by_first_word, any }
 }
 
@@ -173,7 +198,7 @@ fn key_of(word: &str) -> String {
 }
 
 fn labelled(v: &Views, labels: &[&str], index: &Index, value_like: fn(&str) -> bool) -> bool {
-    if !index.any.is_match(&v.lower) {
+    if !index.any.is_match(v.lower.as_bytes()) {
         return false;
     }
     let words: Vec<&str> = v.raw.split_whitespace().collect();

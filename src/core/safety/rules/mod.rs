@@ -21,6 +21,15 @@
 //! literals still match their UTF-8 bytes. The engine is linear-time; no rule
 //! relies on backtracking or look-around.
 
+/// A rule's example texts (`hits`, `misses`): in test builds only. The
+/// table documents and proves itself in the tests; the Worker does not carry
+/// the texts (the const-evaluated `if` keeps just one branch's data).
+macro_rules! examples {
+    ($($text:expr),* $(,)?) => {
+        if cfg!(test) { &[$($text),*] as &[&str] } else { &[] }
+    };
+}
+
 mod crypto_keys;
 mod directives;
 mod hidden;
@@ -90,7 +99,8 @@ pub(super) struct Rule {
     /// is flagged). Empty: flagged in every string.
     pub exempt: &'static [Context],
     /// Texts this rule must flag (in free text). Read by the tests only:
-    /// the table documents itself and proves it.
+    /// the table documents itself and proves it (`examples!`: empty outside
+    /// test builds).
     #[cfg_attr(not(test), allow(dead_code))]
     pub hits: &'static [&'static str],
     /// Texts this rule must not flag (other rules may).
@@ -142,6 +152,20 @@ pub(super) const fn checked(keywords: &'static [&'static str], regex: &'static s
 /// match one string.
 pub(super) const SCHEME_URL: &str = "scheme_url";
 pub(super) const HOST_ONLY: &[&str] = &["www_host", "ip_host", "bare_domain_path"];
+
+/// Automata the families load themselves (beyond their rules' patterns),
+/// for `automata::generate`.
+#[cfg(test)]
+pub(super) fn automata_sources() -> Vec<super::automata::Source> {
+    let mut all = vec![crypto_keys::hex_key_label_source()];
+    all.extend(labelled::automata_sources());
+    all
+}
+
+#[cfg(test)]
+pub(super) use crypto_keys::{hex_key_label_ends, hex_key_label_pattern};
+#[cfg(test)]
+pub(super) use labelled::{label_hits, LABELS};
 
 /// Every rule, family by family.
 pub(super) fn all() -> impl Iterator<Item = &'static Rule> {

@@ -23,8 +23,8 @@ pub(super) static RULES: &[Rule] = &[
             ),
         ),
         exempt: &[EvidenceUrl],
-        hits: &["see https://diffdelta.io/docs", "hxxps[:]//evil.example/p"],
-        misses: &[
+        hits: examples!["see https://diffdelta.io/docs", "hxxps[:]//evil.example/p"],
+        misses: examples![
             "Release v1.2.3 after config.yaml review",
             "Mirror diffdelta.self.head state",
         ],
@@ -42,8 +42,8 @@ pub(super) static RULES: &[Rule] = &[
                 r"|\bdata:[a-z]+/[a-z0-9.+-]+(?:;[a-z0-9=.-]+)*[;,]",
             ),
         ),
-        hits: &["javascript:alert(1)", "data:text/html;base64,PHNjcmlwdD4="],
-        misses: &["JavaScript: fix the build", "data: 3 rows migrated"],
+        hits: examples!["javascript:alert(1)", "data:text/html;base64,PHNjcmlwdD4="],
+        misses: examples!["JavaScript: fix the build", "data: 3 rows migrated"],
         ..BASE
     },
     Rule {
@@ -51,8 +51,8 @@ pub(super) static RULES: &[Rule] = &[
         name: "www_host",
         matcher: keyed(Lower, &["www"], r"\bwww[0-9]*\.[a-z0-9-]+\.[a-z]{2,}"),
         exempt: &[EvidenceUrl, AllowedDomain],
-        hits: &["www.example.com", "see www2.example.org"],
-        misses: &["www folder cleanup", "wwwroot permissions"],
+        hits: examples!["www.example.com", "see www2.example.org"],
+        misses: examples!["www folder cleanup", "wwwroot permissions"],
     },
     // IP literal (or localhost) with a port or a path: "10.0.0.5:4444",
     // "1.2.3.4/x", "[::1]:8080". A bare dotted quad is left alone because
@@ -68,8 +68,8 @@ pub(super) static RULES: &[Rule] = &[
             ),
         ),
         exempt: &[EvidenceUrl],
-        hits: &["10.0.0.5:4444", "open 1.2.3.4/x"],
-        misses: &["Release 1.2.3.4 of the tool", "ratio 10:1"],
+        hits: examples!["10.0.0.5:4444", "open 1.2.3.4/x"],
+        misses: examples!["Release 1.2.3.4 of the tool", "ratio 10:1"],
     },
     // host.tld/path without a scheme. The TLD list leaves out ones that
     // collide with file extensions (.sh, .py, .rs, .md, .pl, .so, .zip ...),
@@ -99,8 +99,8 @@ pub(super) static RULES: &[Rule] = &[
             ),
         ),
         exempt: &[EvidenceUrl],
-        hits: &["fetch evil.com/payload", "post to paste.io/abc"],
-        misses: &[
+        hits: examples!["fetch evil.com/payload", "post to paste.io/abc"],
+        misses: examples![
             "Edit src/core/json.rs and scripts/deploy.sh",
             "docs/spec.md updated",
         ],
@@ -114,7 +114,7 @@ pub(super) static RULES: &[Rule] = &[
             r"\b[a-z0-9-]+\s*(?:\[\.\]|\(\.\)|\{\.\}|\[dot\]|\(dot\))\s*[a-z]{2,}\b",
         ),
         exempt: &[EvidenceUrl],
-        hits: &["evil[.]com", "example(dot)org"],
-        misses: &["see the [docs] page", "dot notation in jq"],
+        hits: examples!["evil[.]com", "example(dot)org"],
+        misses: examples!["see the [docs] page", "dot notation in jq"],
     },
 ];
