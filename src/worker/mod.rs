@@ -30,6 +30,7 @@ mod kv;
 mod lock;
 mod log;
 mod objects;
+mod read_cache;
 mod routes;
 mod rpc;
 mod storage;

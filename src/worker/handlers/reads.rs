@@ -1,5 +1,6 @@
 //! `GET`/`HEAD` of head.json and capsule.json: one KV read, no Durable Object
-//! (a signed read also admits its nonce, `handlers::signer`).
+//! (a signed read also admits its nonce, `handlers::signer`), or none when
+//! this location holds a fresh copy of a public answer (`read_cache`).
 //! Reads are the hot path (agents poll head.json), so they never wake the
 //! per-agent object and answer `If-None-Match` with a bodiless 304.
 //!
@@ -18,6 +19,7 @@ use crate::worker::clock;
 use crate::worker::config::Config;
 use crate::worker::http::CachedRead;
 use crate::worker::kv::Kv;
+use crate::worker::read_cache;
 use serde::Deserialize;
 use worker::{Env, Request, Response};
 
@@ -159,6 +161,19 @@ pub async fn handle(
         scope: access::scope_of(&doc),
         now_ms,
     };
+    // An unsigned read may be answered from this location's copy (no KV
+    // read at all); a signed one never is.
+    let cache_key = match reader {
+        None => read_cache::key(req, agent, &doc, cfg.test_clock),
+        Some(_) => None,
+    };
+    let kept = match &cache_key {
+        Some(key) => read_cache::lookup(key).await,
+        None => read_cache::Kept::Nothing,
+    };
+    if let read_cache::Kept::Answer(body, etag) = kept {
+        return Ok(read.answer(body, &etag));
+    }
     let record = match record(env, agent, &read_as, |etag| read.fresh(etag)).await? {
         Ok(Stored::Current(r)) => r,
         Ok(Stored::Held(not_modified)) => return Ok(not_modified),
@@ -169,5 +184,10 @@ pub async fn handle(
         // The canonical (RFC 8785) bytes: sha256(body) == cursor.
         _ => record.capsule_body().into_bytes(),
     };
+    // Unsigned and not a miss: the capsule is public (§12), so the answer
+    // is the same for every reader and may be kept.
+    if let Some(key) = &cache_key {
+        read_cache::store(key, &kept, record.seq, &body, record.etag()).await;
+    }
     Ok(read.answer(body, record.etag()))
 }

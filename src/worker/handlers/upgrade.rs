@@ -15,6 +15,7 @@ use crate::worker::body::{self, BodyError};
 use crate::worker::config::{self, Config};
 use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
 use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::read_cache;
 use crate::worker::{clock, log};
 use worker::{Env, Request, Response, Url};
 
@@ -129,5 +130,10 @@ pub async fn claim(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Res
         seq: claim.seq,
         now_ms,
     });
-    Ok(relay(do_wire::upgrade(env, &claim.agent_id, &call).await?))
+    let relayed = do_wire::upgrade(env, &claim.agent_id, &call).await?;
+    if relayed.status == 200 {
+        // head.json shows the tier: this location's copy is old now.
+        read_cache::purge(&claim.agent_id).await;
+    }
+    Ok(relay(relayed))
 }

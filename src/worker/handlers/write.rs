@@ -15,6 +15,7 @@ use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, Relayed, WriteCall};
 use crate::worker::http::{self, NO_STORE};
+use crate::worker::read_cache;
 use crate::worker::{clock, log};
 use worker::{Env, Request, Response};
 
@@ -28,6 +29,12 @@ pub enum Written {
     Decided(Relayed),
     /// Refused in the Worker (cap, JSON, envelope, signature), logged.
     Refused(Rejection),
+}
+
+/// The seq of an accepted answer (`core::write::AcceptedBody`).
+#[derive(serde::Deserialize)]
+struct AcceptedSeq {
+    seq: u64,
 }
 
 /// One write of `body` (as read, capped at [`MAX_BODY_BYTES`]) to `agent`.
@@ -74,7 +81,15 @@ pub async fn write(
         fail_mirror: cfg.test_clock && req.headers().has(TEST_FAIL_MIRROR_HEADER)?,
         body: bytes,
     };
-    Ok(Written::Decided(do_wire::write(env, call).await?))
+    let relayed = do_wire::write(env, call).await?;
+    if relayed.status == 200 {
+        // This location's copies of head.json and capsule.json are old now.
+        match serde_json::from_slice::<AcceptedSeq>(&relayed.body) {
+            Ok(accepted) => read_cache::written(agent, accepted.seq).await,
+            Err(_) => read_cache::purge(agent).await,
+        }
+    }
+    Ok(Written::Decided(relayed))
 }
 
 /// One PUT.

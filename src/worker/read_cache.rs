@@ -1,0 +1,125 @@
+//! The location's copy of public reads (Workers Cache API, `caches.default`).
+//!
+//! Agents poll `head.json` every few seconds; without this every poll is a
+//! KV read, the dominant bill. An unsigned 200 of `head.json` or
+//! `capsule.json` for a public capsule is kept in the cache of the location
+//! that served it for the `max-age` clients are told (60 s: the entry is
+//! stored with the answers' own `Cache-Control`), and
+//! polls within that time are answered from it: same body, same `ETag`, same
+//! 304s and `Cache-Control` (they are rebuilt by `CachedRead`), no KV read.
+//! An accepted write (PUT, MCP submit) replaces the agent's two entries in
+//! the location that took it with a marker of its seq, so that location
+//! reads KV again at once and keeps nothing older than the write: it sees
+//! the new cursor as soon as KV has it (at once, or after the agent
+//! object's alarm has repaired a failed mirror). An upgrade claim deletes
+//! the entries (the tier in head.json changes, the seq does not).
+//!
+//! Staleness bound (docs/PROTOCOL.md §4): another location may answer up to
+//! 60 s from its copy, on top of KV's own propagation (a KV read is
+//! itself cached up to 60 s per location), so at most ~2 × 60 s after the
+//! write, the same order as a client honouring `max-age=60` on a KV answer.
+//! Never cached: signed reads (`private, no-store`), 304s, errors and 404s
+//! (so a first publish or a switch to private is never hidden by a cached
+//! miss). Cloudflare runs the Cache API only on custom domains; on
+//! `*.workers.dev` it does nothing and every read goes to KV, as before.
+
+use crate::core::conditional::READ_CACHE_CONTROL;
+use crate::core::crypto::AgentId;
+use crate::core::urls::Doc;
+use crate::worker::clock::TEST_NOW_HEADER;
+use worker::{Cache, Headers, Request, Response};
+
+/// The entity tag is kept in this header of the stored response (the hex
+/// cursor, unquoted), so a hit needs no parsing.
+const ETAG_HEADER: &str = "X-Selfcap-Etag";
+/// A marker entry (no answer): a write of this seq was accepted here.
+const WRITTEN_SEQ_HEADER: &str = "X-Selfcap-Written-Seq";
+
+/// The host of every key: one name for the document whatever hostname or
+/// port the request came in on (a write through one hostname must drop the
+/// copy a poll through another made). Keys are only names in the cache.
+const KEY_ORIGIN: &str = "https://read-cache.self-capsule.internal";
+
+/// Where a document of an agent is kept (its path under [`KEY_ORIGIN`]). `None`
+/// for a request that sets the test clock (tests only): `head.json` depends
+/// on the time (`generated_at`, the write window), so such reads bypass the
+/// cache both ways.
+pub fn key(req: &Request, agent: &AgentId, doc: &Doc<'_>, test_clock: bool) -> Option<String> {
+    if test_clock && req.headers().has(TEST_NOW_HEADER).unwrap_or(true) {
+        return None;
+    }
+    Some(key_of(agent, doc))
+}
+
+fn key_of(agent: &AgentId, doc: &Doc<'_>) -> String {
+    format!("{KEY_ORIGIN}{}", doc.path(agent.as_str()))
+}
+
+/// What this location holds for a key.
+pub enum Kept {
+    /// A fresh copy: body and entity tag.
+    Answer(Vec<u8>, String),
+    /// A write of this seq was accepted here: only a record at least this
+    /// new may be kept (KV can lag it while its mirror is repaired).
+    WrittenSeq(u64),
+    /// Nothing.
+    Nothing,
+}
+
+/// The kept body and entity tag, if this location has a fresh copy.
+pub async fn lookup(key: &str) -> Kept {
+    let Ok(Some(mut hit)) = Cache::default().get(key, false).await else {
+        return Kept::Nothing;
+    };
+    let header = |name: &str| hit.headers().get(name).ok().flatten();
+    if let Some(seq) = header(WRITTEN_SEQ_HEADER).and_then(|v| v.parse().ok()) {
+        return Kept::WrittenSeq(seq);
+    }
+    let Some(etag) = header(ETAG_HEADER) else {
+        return Kept::Nothing;
+    };
+    match hit.bytes().await {
+        Ok(body) => Kept::Answer(body, etag),
+        Err(_) => Kept::Nothing,
+    }
+}
+
+/// Keeps a 200's body, unless `kept` says a newer write was accepted here
+/// than the record it was made from (`seq`). A failure only costs the next
+/// poll a KV read.
+pub async fn store(key: &str, kept: &Kept, seq: u64, body: &[u8], etag: &str) {
+    if matches!(kept, Kept::WrittenSeq(newer) if seq < *newer) {
+        return;
+    }
+    let headers = Headers::new();
+    let _ = headers.set(ETAG_HEADER, etag);
+    put(key, headers, body.to_vec()).await;
+}
+
+async fn put(key: &str, headers: Headers, body: Vec<u8>) {
+    let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);
+    let Ok(resp) = Response::from_bytes(body) else {
+        return;
+    };
+    let _ = Cache::default().put(key, resp.with_headers(headers)).await;
+}
+
+/// After a write this location accepted: its copies of the agent's head and
+/// capsule are replaced by a marker of the new seq, so the next read goes to
+/// KV, and what it reads is kept only once KV has the write (at once when
+/// the mirror succeeded; after the object's alarm repairs it otherwise).
+pub async fn written(agent: &AgentId, seq: u64) {
+    for doc in [Doc::Head, Doc::Capsule] {
+        let headers = Headers::new();
+        let _ = headers.set(WRITTEN_SEQ_HEADER, &seq.to_string());
+        put(&key_of(agent, &doc), headers, Vec::new()).await;
+    }
+}
+
+/// Drops this location's copies of the agent's head and capsule (after an
+/// upgrade claim, which changes the head but not the seq).
+pub async fn purge(agent: &AgentId) {
+    for doc in [Doc::Head, Doc::Capsule] {
+        let _ = Cache::default().delete(key_of(agent, &doc), false).await;
+    }
+}

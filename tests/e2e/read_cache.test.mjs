@@ -1,0 +1,141 @@
+// The location's copy of public reads (Workers Cache API in workerd): polls
+// within max-age are answered without reading KV; the location that takes a
+// write sees the new cursor at once; signed reads never come from the copy;
+// export.json's 304 needs no Durable Object.
+//
+// "Without reading KV" is proved by changing KV behind the Worker's back: a
+// record that no longer parses makes any KV read a 503, so a 200 with the
+// old body can only have come from the cache.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker, BASE } from "./harness.mjs";
+import {
+  newAgent,
+  exampleCapsule,
+  publish,
+  jcs,
+  cursorOf,
+  headPath,
+  capsulePath,
+  signedReadHeaders,
+} from "./helpers.mjs";
+
+const CACHE = "public, max-age=60, must-revalidate";
+const recordKey = (id) => `self:capsule:${id}`;
+let w;
+
+before(async () => {
+  w = await startWorker();
+});
+after(async () => {
+  await w?.close();
+});
+
+/** A published agent whose head.json and capsule.json this location has read once. */
+async function polledAgent() {
+  const agent = newAgent();
+  const capsule = exampleCapsule(agent.agentId);
+  const r = await publish(w, agent, 1, capsule);
+  assert.equal(r.status, 200, r.text);
+  const head = await w.fetch(headPath(agent.agentId));
+  assert.equal(head.status, 200, head.text);
+  const body = await w.fetch(capsulePath(agent.agentId));
+  assert.equal(body.status, 200, body.text);
+  return { agent, capsule, head, body };
+}
+
+test("polls within max-age are answered from the location's copy, not from KV", async () => {
+  const { agent, capsule, head, body } = await polledAgent();
+  const hex = cursorOf(capsule).slice("sha256:".length);
+  await w.kv.put(recordKey(agent.agentId), "{not a record");
+  // Sanity: a read that does go to KV now fails (the signed read below).
+  for (let i = 0; i < 5; i++) {
+    const again = await w.fetch(headPath(agent.agentId));
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.text, head.text, "the same head.json, byte for byte");
+    assert.equal(again.headers.get("etag"), `"${hex}"`);
+    assert.equal(again.headers.get("cache-control"), CACHE);
+    assert.equal(again.headers.get("content-type"), "application/json; charset=utf-8");
+  }
+  const capsuleAgain = await w.fetch(capsulePath(agent.agentId));
+  assert.equal(capsuleAgain.status, 200);
+  assert.equal(capsuleAgain.text, body.text);
+  assert.equal(capsuleAgain.text, jcs(capsule));
+  // Conditional and HEAD answers come from the copy too, unchanged.
+  const notModified = await w.fetch(headPath(agent.agentId), { headers: { "if-none-match": `"${hex}"` } });
+  assert.equal(notModified.status, 304);
+  assert.equal(notModified.text, "");
+  assert.equal(notModified.headers.get("etag"), `"${hex}"`);
+  assert.equal(notModified.headers.get("cache-control"), CACHE);
+  const headOnly = await w.fetch(capsulePath(agent.agentId), { method: "HEAD" });
+  assert.equal(headOnly.status, 200);
+  assert.equal(headOnly.text, "");
+  assert.equal(headOnly.headers.get("etag"), `"${hex}"`);
+  const stale = await w.fetch(headPath(agent.agentId), { headers: { "if-none-match": '"0000"' } });
+  assert.equal(stale.status, 200);
+  assert.equal(stale.text, head.text);
+});
+
+test("signed reads never come from the copy: they read KV", async () => {
+  const { agent } = await polledAgent();
+  await w.kv.put(recordKey(agent.agentId), "{not a record");
+  const path = headPath(agent.agentId);
+  const signed = await w.fetch(path, { headers: signedReadHeaders(agent, "GET", BASE + path) });
+  assert.equal(signed.status, 503, signed.text);
+  assert.equal(signed.json.error, "service_unavailable");
+  // The unsigned poll is still the copy.
+  assert.equal((await w.fetch(path)).status, 200);
+});
+
+test("the location that takes a write sees the new cursor at once", async () => {
+  const { agent } = await polledAgent();
+  const next = exampleCapsule(agent.agentId, { self_motto: "Second state, seen at once." });
+  const r = await publish(w, agent, 2, next);
+  assert.equal(r.status, 200, r.text);
+  const head = await w.fetch(headPath(agent.agentId));
+  assert.equal(head.status, 200);
+  assert.equal(head.json.cursor, cursorOf(next));
+  assert.equal(head.json.seq, 2);
+  const body = await w.fetch(capsulePath(agent.agentId));
+  assert.equal(body.text, jcs(next));
+  // And the new answers are the copy from now on.
+  await w.kv.put(recordKey(agent.agentId), "{not a record");
+  assert.equal((await w.fetch(headPath(agent.agentId))).json.cursor, cursorOf(next));
+});
+
+test("misses are never kept: an unknown agent is read from KV every time", async () => {
+  const agent = newAgent();
+  assert.equal((await w.fetch(headPath(agent.agentId))).status, 404);
+  // The record appears in KV (as a mirror from another location would put it).
+  const other = await polledAgent();
+  const record = await w.kv.get(recordKey(other.agent.agentId));
+  const moved = record.replaceAll(other.agent.agentId, agent.agentId);
+  await w.kv.put(recordKey(agent.agentId), moved);
+  const r = await w.fetch(headPath(agent.agentId));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.agent_id, agent.agentId);
+});
+
+test("export.json answers its 304 (GET and HEAD) without a Durable Object", async () => {
+  const { agent } = await polledAgent();
+  const full = await w.fetch(`/self/${agent.agentId}/export.json`);
+  assert.equal(full.status, 200, full.text);
+  const etag = full.headers.get("etag");
+  assert.match(etag, /^"[0-9a-f]{64}"$/);
+  const bare = await startWorker({ withoutDurableObjects: true });
+  try {
+    for (const key of [recordKey(agent.agentId), `self:history:${agent.agentId}`]) {
+      await bare.kv.put(key, await w.kv.get(key));
+    }
+    for (const method of ["GET", "HEAD"]) {
+      const r = await bare.fetch(`/self/${agent.agentId}/export.json`, { method, headers: { "if-none-match": etag } });
+      assert.equal(r.status, 304, `${method}: ${r.text}`);
+      assert.equal(r.headers.get("etag"), etag);
+    }
+    // Without the tag the body needs the object: a clean 503, not a 500.
+    const r = await bare.fetch(`/self/${agent.agentId}/export.json`);
+    assert.equal(r.status, 503, r.text);
+  } finally {
+    await bare.close();
+  }
+});
