@@ -1,184 +1,287 @@
-// `npm run bench`: throughput and latency of the local Worker (the built
-// wasm in workerd via Miniflare, listening on 127.0.0.1 only), plus the
-// gzipped Worker size. Scenarios: head.json 200, head.json 304 (If-None-Match),
-// capsule.json 200, and accepted PUTs (signed, distinct agents in parallel).
+// `npm run bench`: the built Worker next to floor Workers (benches/floors/),
+// each in its own workerd (Miniflare) on 127.0.0.1, in the same process and
+// the same run, under the same load from autocannon. What is reported is
+// ours / floor, so figures from different machines compare:
 //
-// Env: BENCH_SECONDS (per read scenario, default 5), BENCH_CONCURRENCY
-// (default 16), BENCH_WRITES (accepted PUTs, default 400).
+//   head.json 200, head.json 304, capsule.json 200 against the read floor (one
+//   KV get, a JSON answer); accepted PUTs (16 connections, one agent each)
+//   against the write floor (a JS Durable Object: one storage put, one KV put);
+//   the first answer of a fresh isolate against a trivial Worker's; the first
+//   write of a fresh isolate against warm writes of the same instance.
+//
+// Env: BENCH_SECONDS (per read scenario, default 5), BENCH_CONNECTIONS
+// (default 16), BENCH_WRITES (accepted PUTs per side, default 640),
+// BENCH_ROUNDS (fresh-isolate rounds, default 5).
+import autocannon from "autocannon";
 import { Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { randomBytes } from "node:crypto";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { newAgent, envelope, exampleCapsule, cursorOf } from "../tests/e2e/helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BUILD = path.join(ROOT, "build");
+const FLOORS = path.join(ROOT, "benches", "floors");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
-const WRITES = Number(process.env.BENCH_WRITES ?? 400);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const WRITES = Number(process.env.BENCH_WRITES ?? 640);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 const compatibilityDate = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8").match(
   /^compatibility_date\s*=\s*"([^"]+)"/m,
 )[1];
 
-const mf = new Miniflare({
+const common = {
   host: "127.0.0.1",
   port: 0,
   telemetry: { enabled: false },
   modules: true,
-  scriptPath: path.join(BUILD, "index.js"),
-  modulesRoot: BUILD,
-  modulesRules: [
-    { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-    { type: "CompiledWasm", include: ["**/*.wasm"] },
-  ],
   compatibilityDate,
   kvNamespaces: ["SELF"],
   kvPersist: false,
-  durableObjects: {
-    AGENT_DO: { className: "AgentDO", useSQLite: true },
-    IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
-  },
   durableObjectsPersist: false,
-  // Quotas out of the way so every benchmark PUT is a real accept; a fresh
-  // service key per run (writes fail closed without one).
-  bindings: {
-    FREE_WRITES_PER_24H: "1000000000",
-    FREE_NEW_AGENTS_PER_IP_24H: "1000000000",
-    SERVICE_SIGNING_KEY: randomBytes(32).toString("hex"),
-  },
+  cachePersist: false,
   structuredWorkerdLogs: true,
   handleStructuredLogs: () => {},
-});
-const origin = (await mf.ready).origin;
-if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?$/.test(origin)) {
-  throw new Error(`refusing to benchmark non-loopback ${origin}`);
+};
+
+/** Self Capsule as built, quotas out of the way so every benchmark PUT is a real accept. */
+function ours() {
+  return new Miniflare({
+    ...common,
+    scriptPath: path.join(BUILD, "index.js"),
+    modulesRoot: BUILD,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    durableObjects: {
+      AGENT_DO: { className: "AgentDO", useSQLite: true },
+      IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
+      TAGS_DO: { className: "TagsDO", useSQLite: true },
+      PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
+      NONCE_DO: { className: "NonceDO", useSQLite: true },
+    },
+    bindings: {
+      FREE_WRITES_PER_24H: "1000000000",
+      FREE_NEW_AGENTS_PER_IP_24H: "1000000000",
+      SERVICE_SIGNING_KEY: randomBytes(32).toString("hex"),
+    },
+  });
 }
 
-function stats(latencies, elapsedMs, errors) {
-  const s = [...latencies].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
+function floor(file, extra = {}) {
+  return new Miniflare({ ...common, scriptPath: path.join(FLOORS, file), modulesRoot: FLOORS, ...extra });
+}
+
+const writeFloor = () =>
+  floor("write.mjs", { durableObjects: { FLOOR_AGENT: { className: "FloorAgent", useSQLite: true } } });
+
+async function originOf(mf) {
+  const origin = (await mf.ready).origin;
+  if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?$/.test(origin)) {
+    throw new Error(`refusing to benchmark non-loopback ${origin}`);
+  }
+  return origin;
+}
+
+/** One autocannon run; counts answers by status class. */
+async function load(opts) {
+  const r = await autocannon({ connections: CONNECTIONS, timeout: 60, ...opts });
   return {
-    requests: s.length,
-    errors,
-    rps: Math.round((s.length / elapsedMs) * 1000),
-    p50_ms: +q(0.5).toFixed(2),
-    p99_ms: +q(0.99).toFixed(2),
+    // Over the run's own duration (autocannon's per-second average is
+    // coarse for a fixed number of requests).
+    rps: Math.round(r.requests.total / r.duration),
+    p50_ms: r.latency.p50,
+    p99_ms: r.latency.p99,
+    total: r.requests.total,
+    by_status: { "2xx": r["2xx"], "3xx": r["3xx"], "4xx": r["4xx"], "5xx": r["5xx"] },
+    errors: r.errors,
+    timeouts: r.timeouts,
   };
 }
 
-/** Runs `once()` from `CONCURRENCY` loops for `SECONDS`. */
-async function timed(name, once, expectStatus) {
-  // Warm-up.
-  for (let i = 0; i < 50; i++) await once();
-  const latencies = [];
-  let errors = 0;
-  const start = performance.now();
-  const end = start + SECONDS * 1000;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < end) {
-        const t = performance.now();
-        const r = await once();
-        latencies.push(performance.now() - t);
-        if (r.status !== expectStatus) errors++;
-      }
-    }),
-  );
-  return { name, ...stats(latencies, performance.now() - start, errors) };
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function timedFetch(url, init) {
+  const t = performance.now();
+  const r = await fetch(url, init);
+  await r.arrayBuffer();
+  return { ms: performance.now() - t, status: r.status };
 }
 
-const get = (p, headers = {}) =>
-  fetch(origin + p, { headers }).then(async (r) => {
-    await r.arrayBuffer();
-    return r;
-  });
-
-// One published agent for the read scenarios.
-const reader = newAgent();
-const readerCapsule = exampleCapsule(reader.agentId);
-const first = await fetch(`${origin}/self/${reader.agentId}/capsule.json`, {
+const putInit = (body) => ({
   method: "PUT",
   headers: { "content-type": "application/json", "cf-connecting-ip": "127.0.0.1" },
-  body: JSON.stringify(envelope(reader, 1, readerCapsule)),
+  body,
 });
-if (first.status !== 200) throw new Error(`setup PUT failed: ${first.status} ${await first.text()}`);
-const etag = `"${cursorOf(readerCapsule).slice(7)}"`;
-const head = `/self/${reader.agentId}/head.json`;
-const capsule = `/self/${reader.agentId}/capsule.json`;
 
-// Warm up every read path first, so the wasm engine's tier-up (baseline
-// compiler -> optimizing compiler) is not billed to whichever scenario runs first.
-for (let i = 0; i < 300; i++) {
-  await get(head);
-  await get(head, { "if-none-match": etag });
-  await get(capsule);
+/** Signed PUT bodies: `count` agents with `each` strictly increasing seqs. */
+function signedWrites(count, each, label) {
+  return Array.from({ length: count }, () => {
+    const a = newAgent();
+    const bodies = Array.from({ length: each }, (_, i) =>
+      JSON.stringify(envelope(a, i + 1, exampleCapsule(a.agentId, { self_motto: `${label} state ${i + 1}.` }))),
+    );
+    return { id: a.agentId, bodies };
+  });
 }
 
-const results = [];
-results.push(await timed("GET head.json (200)", () => get(head), 200));
-results.push(await timed("GET head.json (304, If-None-Match)", () => get(head, { "if-none-match": etag }), 304));
-results.push(await timed("GET capsule.json (200)", () => get(capsule), 200));
+/**
+ * autocannon requests: each connection writes its own agent, seq 1, 2, …
+ * (autocannon keeps a connection's `context` while it walks the list, and
+ * each connection walks it from the start).
+ */
+function perConnectionWrites(agents) {
+  let next = 0;
+  const each = Math.min(...agents.map((a) => a.bodies.length));
+  return Array.from({ length: each }, (_, k) => ({
+    method: "PUT",
+    setupRequest: (req, context) => {
+      if (!context.agent) context.agent = agents[next++ % agents.length];
+      return { ...req, path: `/self/${context.agent.id}/capsule.json`, body: context.agent.bodies[k] };
+    },
+  }));
+}
 
-// Accepted PUTs: CONCURRENCY agents, each writing strictly increasing seqs
-// one at a time (writes of one agent are serialised by its Durable Object).
+const results = { reads: [], writes: null, cold: null, fresh_write: null };
+
+// ---- reads ---------------------------------------------------------------
 {
-  const agents = Array.from({ length: CONCURRENCY }, () => newAgent());
-  const perAgent = Math.ceil(WRITES / CONCURRENCY);
-  // Sign everything up front so only the service is timed.
-  const bodies = agents.map((a) =>
-    Array.from({ length: perAgent }, (_, i) =>
-      JSON.stringify(envelope(a, i + 1, exampleCapsule(a.agentId, { self_motto: `Benchmark state ${i + 1}.` }))),
-    ),
-  );
-  const latencies = [];
-  let errors = 0;
-  const start = performance.now();
-  await Promise.all(
-    agents.map(async (a, k) => {
-      for (const body of bodies[k]) {
-        const t = performance.now();
-        const r = await fetch(`${origin}/self/${a.agentId}/capsule.json`, {
-          method: "PUT",
-          headers: { "content-type": "application/json", "cf-connecting-ip": "127.0.0.1" },
-          body,
-        });
-        await r.arrayBuffer();
-        latencies.push(performance.now() - t);
-        if (r.status !== 200) errors++;
-      }
-    }),
-  );
-  results.push({ name: "PUT capsule.json (accepted)", ...stats(latencies, performance.now() - start, errors) });
+  const self = ours();
+  const readFloor = floor("read.mjs");
+  const [oursOrigin, floorOrigin] = [await originOf(self), await originOf(readFloor)];
+  const agent = newAgent();
+  const capsule = exampleCapsule(agent.agentId);
+  const first = await fetch(`${oursOrigin}/self/${agent.agentId}/capsule.json`, putInit(JSON.stringify(envelope(agent, 1, capsule))));
+  if (first.status !== 200) throw new Error(`setup PUT failed: ${first.status} ${await first.text()}`);
+  const kvKey = `self:capsule:${agent.agentId}`;
+  const record = await (await self.getKVNamespace("SELF")).get(kvKey);
+  await (await readFloor.getKVNamespace("SELF")).put(kvKey, record);
+  const etag = `"${cursorOf(capsule).slice(7)}"`;
+  const scenarios = [
+    ["GET head.json (200)", `/self/${agent.agentId}/head.json`, {}],
+    ["GET head.json (304, If-None-Match)", `/self/${agent.agentId}/head.json`, { "if-none-match": etag }],
+    ["GET capsule.json (200)", `/self/${agent.agentId}/capsule.json`, {}],
+  ];
+  // Warm both (JIT tiers), then alternate ours / floor per scenario.
+  for (const [, p, headers] of scenarios) {
+    await load({ url: oursOrigin + p, headers, duration: 1 });
+    await load({ url: floorOrigin + p, headers, duration: 1 });
+  }
+  for (const [name, p, headers] of scenarios) {
+    const o = await load({ url: oursOrigin + p, headers, duration: SECONDS });
+    const f = await load({ url: floorOrigin + p, headers, duration: SECONDS });
+    results.reads.push({ name, ours: o, floor: f, ratio: +(o.rps / f.rps).toFixed(2) });
+  }
+  await self.dispose();
+  await readFloor.dispose();
 }
 
-await mf.dispose();
+// ---- accepted writes -----------------------------------------------------
+{
+  const self = ours();
+  const wf = writeFloor();
+  const [oursOrigin, floorOrigin] = [await originOf(self), await originOf(wf)];
+  const each = Math.ceil(WRITES / CONNECTIONS) + 8;
+  const warm = signedWrites(CONNECTIONS, 4, "Warm-up");
+  const mine = signedWrites(CONNECTIONS, each, "Benchmark");
+  const theirs = signedWrites(CONNECTIONS, each, "Floor");
+  const puts = (agents) => ({
+    headers: putInit("").headers,
+    requests: perConnectionWrites(agents),
+  });
+  await load({ ...puts(warm), url: oursOrigin, amount: CONNECTIONS * 4 });
+  await load({ ...puts(warm), url: floorOrigin, amount: CONNECTIONS * 4 });
+  const o = await load({ ...puts(mine), url: oursOrigin, amount: WRITES });
+  const f = await load({ ...puts(theirs), url: floorOrigin, amount: WRITES });
+  results.writes = {
+    name: "PUT capsule.json (accepted, signed, scanned, sealed into history)",
+    ours: o,
+    floor: f,
+    ratio: +(o.rps / f.rps).toFixed(2),
+    ours_p99_over_p50: +(o.p99_ms / o.p50_ms).toFixed(2),
+  };
+  await self.dispose();
+  await wf.dispose();
+}
+
+// ---- fresh isolates --------------------------------------------------------
+{
+  const oursFirst = [];
+  const trivialFirst = [];
+  const firstWrite = [];
+  const warmWrite = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const trivial = floor("trivial.mjs");
+    trivialFirst.push((await timedFetch(`${await originOf(trivial)}/self/x/head.json`)).ms);
+    await trivial.dispose();
+
+    const self = ours();
+    const origin = await originOf(self);
+    const unknown = newAgent().agentId;
+    oursFirst.push((await timedFetch(`${origin}/self/${unknown}/head.json`)).ms);
+    // The first write this isolate checks, then warm ones (fresh agents each,
+    // so every one is a first write of its agent, like the first).
+    const writes = signedWrites(11, 1, "Fresh");
+    const firstPut = await timedFetch(`${origin}/self/${writes[0].id}/capsule.json`, putInit(writes[0].bodies[0]));
+    if (firstPut.status !== 200) throw new Error(`fresh PUT: ${firstPut.status}`);
+    firstWrite.push(firstPut.ms);
+    const warmMs = [];
+    for (const w of writes.slice(1)) warmMs.push((await timedFetch(`${origin}/self/${w.id}/capsule.json`, putInit(w.bodies[0]))).ms);
+    warmWrite.push(median(warmMs));
+    await self.dispose();
+  }
+  results.cold = {
+    ours_first_answer_ms: +median(oursFirst).toFixed(1),
+    trivial_first_answer_ms: +median(trivialFirst).toFixed(1),
+    difference_ms: +(median(oursFirst) - median(trivialFirst)).toFixed(1),
+  };
+  results.fresh_write = {
+    first_write_ms: +median(firstWrite).toFixed(1),
+    warm_write_ms: +median(warmWrite).toFixed(1),
+    difference_ms: +(median(firstWrite) - median(warmWrite)).toFixed(1),
+  };
+}
 
 const wasm = readFileSync(path.join(BUILD, "index_bg.wasm"));
-const js = readFileSync(path.join(BUILD, "index.js"));
-const size = {
-  wasm_bytes: wasm.length,
-  wasm_gzip_bytes: gzipSync(wasm, { level: 9 }).length,
-  js_bytes: js.length,
-  js_gzip_bytes: gzipSync(js, { level: 9 }).length,
-};
+const size = { wasm_bytes: wasm.length, wasm_gzip_bytes: gzipSync(wasm, { level: 9 }).length };
 
-console.log(`\nSelf Capsule local benchmark (${origin}, concurrency ${CONCURRENCY}, node ${process.version})\n`);
-console.log("| scenario | requests | req/s | p50 ms | p99 ms | errors |");
+const when = new Date().toISOString();
+const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${os.platform()} ${os.release()}, node ${process.version}`;
+console.log(`\nSelf Capsule vs floor Workers, ${when}, ${machine}; ${CONNECTIONS} connections (autocannon)\n`);
+console.log("| scenario | ours req/s | floor req/s | ours / floor | ours p50 / p99 ms | floor p50 / p99 ms |");
 console.log("|---|---:|---:|---:|---:|---:|");
-for (const r of results) {
-  console.log(`| ${r.name} | ${r.requests} | ${r.rps} | ${r.p50_ms} | ${r.p99_ms} | ${r.errors} |`);
+for (const r of [...results.reads, results.writes]) {
+  console.log(
+    `| ${r.name} | ${r.ours.rps} | ${r.floor.rps} | **${r.ratio}** | ${r.ours.p50_ms} / ${r.ours.p99_ms} | ${r.floor.p50_ms} / ${r.floor.p99_ms} |`,
+  );
 }
+console.log(`\nAccepted writes: ours p99 / p50 = ${results.writes.ours_p99_over_p50}`);
 console.log(
-  `\nWorker size: index_bg.wasm ${size.wasm_bytes} B (${(size.wasm_gzip_bytes / 1024).toFixed(0)} KiB gzipped), ` +
-    `index.js ${size.js_bytes} B (${(size.js_gzip_bytes / 1024).toFixed(1)} KiB gzipped)`,
+  `Fresh isolate, first answer (median of ${ROUNDS}): ours ${results.cold.ours_first_answer_ms} ms, trivial Worker ` +
+    `${results.cold.trivial_first_answer_ms} ms, difference ${results.cold.difference_ms} ms`,
 );
+console.log(
+  `Fresh isolate, first write ${results.fresh_write.first_write_ms} ms vs warm ${results.fresh_write.warm_write_ms} ms ` +
+    `(difference ${results.fresh_write.difference_ms} ms)`,
+);
+console.log(`Worker size: index_bg.wasm ${size.wasm_bytes} B, ${size.wasm_gzip_bytes} B gzipped`);
 mkdirSync(path.join(ROOT, ".bench"), { recursive: true });
-writeFileSync(
-  path.join(ROOT, ".bench", "results.json"),
-  JSON.stringify({ when: new Date().toISOString(), concurrency: CONCURRENCY, results, size }, null, 2),
-);
-const failed = results.some((r) => r.errors > 0);
-process.exitCode = failed ? 1 : 0;
+writeFileSync(path.join(ROOT, ".bench", "results.json"), JSON.stringify({ when, machine, connections: CONNECTIONS, ...results, size }, null, 2));
+
+// Every request must have been answered as intended, or the ratios mean nothing.
+const expected = [
+  ...results.reads.map((r) => [r.name, r.ours, r.name.includes("304") ? "3xx" : "2xx"]),
+  ...results.reads.map((r) => [`${r.name} (floor)`, r.floor, r.name.includes("304") ? "3xx" : "2xx"]),
+  [results.writes.name, results.writes.ours, "2xx"],
+  [`${results.writes.name} (floor)`, results.writes.floor, "2xx"],
+];
+const wrong = expected.filter(([, r, cls]) => r.errors > 0 || r.timeouts > 0 || r.by_status[cls] !== r.total);
+for (const [name, r] of wrong) {
+  console.error(`unexpected answers in "${name}": ${JSON.stringify(r.by_status)} of ${r.total}, errors ${r.errors}, timeouts ${r.timeouts}`);
+}
+process.exitCode = wrong.length ? 1 : 0;
