@@ -280,7 +280,11 @@ const expected = [
   [results.writes.name, results.writes.ours, "2xx"],
   [`${results.writes.name} (floor)`, results.writes.floor, "2xx"],
 ];
-const wrong = expected.filter(([, r, cls]) => r.errors > 0 || r.timeouts > 0 || r.by_status[cls] !== r.total);
+// A run limited by `amount` ends with up to one request per connection in
+// flight, which autocannon may count as a socket error; no answer may be wrong.
+const wrong = expected.filter(
+  ([name, r, cls]) => r.errors > (name.startsWith("PUT") ? CONNECTIONS : 0) || r.timeouts > 0 || r.by_status[cls] !== r.total,
+);
 for (const [name, r] of wrong) {
   console.error(`unexpected answers in "${name}": ${JSON.stringify(r.by_status)} of ${r.total}, errors ${r.errors}, timeouts ${r.timeouts}`);
 }
