@@ -329,6 +329,10 @@ mod same_as_the_regex_crate {
         out
     }
 
+    fn which(automaton: &Automaton, hay: &[u8]) -> Vec<usize> {
+        automaton.which(hay).iter().map(|p| p.as_usize()).collect()
+    }
+
     fn regex(p: &str) -> Regex {
         RegexBuilder::new(p).unicode(false).build().unwrap()
     }
@@ -388,36 +392,22 @@ mod same_as_the_regex_crate {
             let views = crate::core::safety::normalize::views(text);
             for (vs, set) in &view_sets {
                 let hay = super::text(&views, vs.view);
-                let want: Vec<usize> = set.matches(hay).iter().collect();
-                let got: Vec<usize> = vs.set.which(hay).iter().map(|p| p.as_usize()).collect();
-                assert_eq!(want, got, "{:?} set on {text:?}", vs.view);
+                assert_eq!(
+                    set.matches(hay).iter().collect::<Vec<_>>(),
+                    which(&vs.set, hay),
+                    "{:?} set on {text:?}",
+                    vs.view
+                );
             }
             let raw = views.raw.as_bytes();
             let kw = keywords();
-            let got: Vec<usize> = kw
-                .exact
-                .automaton
-                .which(raw)
-                .iter()
-                .map(|p| p.as_usize())
-                .collect();
-            assert_eq!(
-                exact.matches(raw).iter().collect::<Vec<_>>(),
-                got,
-                "keywords on {text:?}"
-            );
-            let got: Vec<usize> = kw
-                .any_case
-                .automaton
-                .which(raw)
-                .iter()
-                .map(|p| p.as_usize())
-                .collect();
-            assert_eq!(
-                any.matches(raw).iter().collect::<Vec<_>>(),
-                got,
-                "keywords on {text:?}"
-            );
+            for (want, got) in [(&exact, &kw.exact), (&any, &kw.any_case)] {
+                assert_eq!(
+                    want.matches(raw).iter().collect::<Vec<_>>(),
+                    which(&got.automaton, raw),
+                    "keywords on {text:?}"
+                );
+            }
             for (k, re) in &keyed {
                 let Matcher::Pattern { view, check, .. } = k.rule.matcher else {
                     continue;
