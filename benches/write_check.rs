@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use self_capsule::core::jcs;
 use self_capsule::core::json;
 use self_capsule::core::limits::TierTable;
-use self_capsule::core::write::{check, AgentState};
+use self_capsule::core::write::{check, AgentState, Signature};
 use std::hint::black_box;
 
 fn write_check(c: &mut Criterion) {
@@ -24,7 +24,15 @@ fn write_check(c: &mut Criterion) {
     ] {
         let body = fixtures::put_body(&capsule);
         assert!(
-            check(&state, &body, &agent, fixtures::NOW_MS, &tiers).is_ok(),
+            check(
+                &state,
+                &body,
+                &agent,
+                fixtures::NOW_MS,
+                &tiers,
+                Signature::Verify
+            )
+            .is_ok(),
             "{name} must be accepted"
         );
         group.throughput(Throughput::Bytes(body.len() as u64));
@@ -36,6 +44,7 @@ fn write_check(c: &mut Criterion) {
                     &agent,
                     fixtures::NOW_MS,
                     &tiers,
+                    Signature::Verify,
                 )
                 .is_ok()
             })

@@ -13,7 +13,7 @@ use self_capsule::core::jcs;
 use self_capsule::core::json;
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::safety;
-use self_capsule::core::write::{check, AgentState};
+use self_capsule::core::write::{check, AgentState, Signature};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -55,7 +55,15 @@ fn main() {
     // regexes: a Worker's cold-start cost.
     let example = fixtures::put_body(&fixtures::example_capsule());
     let start = Instant::now();
-    assert!(check(&state, &example, &agent, fixtures::NOW_MS, &tiers).is_ok());
+    assert!(check(
+        &state,
+        &example,
+        &agent,
+        fixtures::NOW_MS,
+        &tiers,
+        Signature::Verify
+    )
+    .is_ok());
     let cold = start.elapsed().as_secs_f64() * 1e6;
     println!(r#"{{"case":"write_check/first_call_cold","iters":1,"us_per_op":{cold:.1}}}"#);
 
@@ -69,7 +77,15 @@ fn main() {
     ] {
         let body = fixtures::put_body(&capsule);
         time_vs(name, iters, Some(floor), || {
-            check(&state, black_box(&body), &agent, fixtures::NOW_MS, &tiers).is_ok()
+            check(
+                &state,
+                black_box(&body),
+                &agent,
+                fixtures::NOW_MS,
+                &tiers,
+                Signature::Verify,
+            )
+            .is_ok()
         });
     }
     time("read/parse_and_cursor_maximal_4kb", iters * 10, || {

@@ -24,14 +24,16 @@ const INPUTS = {
     worker_cpu_ms: 0.5,
     do_requests: 1,
     // Wall time the object is active per write (check, seal, storage
-    // commit, three KV puts in order), 128 MB billed.
+    // commit, two KV round trips), 128 MB billed.
     do_active_sec: 0.025,
     do_gb: 0.128,
-    // commit_atomic: state, mirror, history index, entry (4) + mirror
-    // delete after the sync (1) + the pruned entry (free tier keeps 1) (1).
+    // commit_atomic: state, mirror, history index, entry (4) + the pruned
+    // entry (free tier keeps 1) (1) + the mirror cleared or kept (1).
     do_rows_written: 6,
-    do_rows_read: 4,
-    // Mirror: entry, history index, record; the pruned entry deleted.
+    // One multi-key get: state, history index, pending mirror.
+    do_rows_read: 3,
+    // Mirror: entry, history index, record; the previous write's pruned
+    // entry deleted alongside the entry put.
     kv_writes: 3,
     kv_deletes: 1,
   },

@@ -12,7 +12,7 @@ use self_capsule::core::history::{
 use self_capsule::core::jcs;
 use self_capsule::core::json::parse_str;
 use self_capsule::core::limits::TierTable;
-use self_capsule::core::write::{check, AgentState};
+use self_capsule::core::write::{check, AgentState, Signature};
 use serde_json::Value;
 use support::schemas::validator;
 
@@ -47,7 +47,15 @@ fn chain() -> (Vec<Entry>, HistoryIndex, Keyring) {
         capsule["self_motto"] = Value::from(format!("Version {seq}."));
         let c = parse_str(&capsule.to_string()).unwrap();
         let body = jcs::canonicalize(&agent.sign_envelope(seq, &c));
-        let cand = check(&state, body.as_bytes(), &agent.agent_id(), T0, &tiers).unwrap();
+        let cand = check(
+            &state,
+            body.as_bytes(),
+            &agent.agent_id(),
+            T0,
+            &tiers,
+            Signature::Verify,
+        )
+        .unwrap();
         let sealed = state
             .commit_sealed(cand, T0 + seq * 1000, &tiers, &service, &ring, index.take())
             .unwrap();

@@ -27,7 +27,7 @@ use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::limits::{TierTable, MAX_BODY_BYTES};
 use self_capsule::core::reason::ReasonCode;
 use self_capsule::core::urls;
-use self_capsule::core::write::{check, AcceptedBody, AgentState, Rejection};
+use self_capsule::core::write::{check, AcceptedBody, AgentState, Rejection, Signature};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -702,7 +702,7 @@ fn envelope(k: &AgentKey, seq: u64, capsule: &Json) -> Vec<u8> {
 /// One PUT through the core, as the agent's Durable Object runs it.
 fn put(s: &mut AgentState, k: &AgentKey, body: &[u8], now: u64) -> Result<AcceptedBody, Rejection> {
     let tiers = TierTable::default();
-    match check(s, body, &k.agent_id(), now, &tiers) {
+    match check(s, body, &k.agent_id(), now, &tiers, Signature::Verify) {
         Ok(c) => Ok(s.commit(c, now, &tiers).1),
         Err(r) => {
             s.note_rejection(&r, now);

@@ -14,7 +14,7 @@ use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::time::is_timestamp;
 use self_capsule::core::validate::validate_capsule;
-use self_capsule::core::write::{check, AgentState};
+use self_capsule::core::write::{check, AgentState, Signature};
 use serde_json::{json, Value};
 use support::schemas::validator;
 
@@ -308,7 +308,14 @@ fn real_bodies_match_their_schemas() {
                 .unwrap();
         let body = case["body"].as_str().unwrap().as_bytes();
         let mut state = AgentState::default();
-        match check(&state, body, &agent, 1_770_681_600_000, &tiers) {
+        match check(
+            &state,
+            body,
+            &agent,
+            1_770_681_600_000,
+            &tiers,
+            Signature::Verify,
+        ) {
             Err(r) => {
                 let v = serde_json::to_value(&r).unwrap();
                 let errs: Vec<String> = errors.iter_errors(&v).map(|e| e.to_string()).collect();

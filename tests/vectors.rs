@@ -18,7 +18,7 @@ use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::safety;
 use self_capsule::core::validate::{self, validate_capsule};
-use self_capsule::core::write::{check, AgentState, Published};
+use self_capsule::core::write::{check, AgentState, Published, Signature};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -1184,7 +1184,14 @@ fn envelope_vectors() {
             });
         }
         let body = case["body"].as_str().unwrap().as_bytes();
-        let got = check(&state, body, &agent, NOW_MS, &TierTable::default());
+        let got = check(
+            &state,
+            body,
+            &agent,
+            NOW_MS,
+            &TierTable::default(),
+            Signature::Verify,
+        );
         let (status, codes): (u16, Vec<String>) = match got {
             Ok(_) => (200, vec![]),
             Err(r) => (

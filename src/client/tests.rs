@@ -118,7 +118,14 @@ impl Service {
             },
             ("PUT", _) => {
                 let body = req.body.as_ref().unwrap();
-                match core_write::check(&self.state, body, &agent, NOW, &self.tiers) {
+                match core_write::check(
+                    &self.state,
+                    body,
+                    &agent,
+                    NOW,
+                    &self.tiers,
+                    core_write::Signature::Verify,
+                ) {
                     Ok(c) => {
                         let (_, accepted) = self.state.commit(c, NOW, &self.tiers);
                         json(200, serde_json::to_string(&accepted).unwrap())

@@ -22,9 +22,12 @@ pub fn history_kv_key(agent_id: &AgentId) -> String {
     format!("self:history:{agent_id}")
 }
 
+/// Every history entry's KV key starts with this.
+pub const ENTRY_KV_PREFIX: &str = "self:entry:";
+
 /// KV key of one retained history entry (its stored text).
 pub fn entry_kv_key(agent_id: &AgentId, sequence: u64) -> String {
-    format!("self:entry:{agent_id}:{sequence:016}")
+    format!("{ENTRY_KV_PREFIX}{agent_id}:{sequence:016}")
 }
 
 /// The KV mirror of an agent's last accepted write.

@@ -1,13 +1,26 @@
-//! Per-request configuration read from the Worker's environment (`[vars]` in
-//! wrangler.toml). Reading a handful of vars is cheap, so nothing is cached
-//! across requests and a redeploy with new vars takes effect immediately.
+//! Configuration read from the Worker's environment (`[vars]` in
+//! wrangler.toml, secrets). An isolate runs one deployed version with one set
+//! of vars and secrets (changing either deploys a new version, which starts
+//! new isolates), so [`Config::of`] and [`service_keys`] read them once per
+//! isolate and hand out the same value after that. Reading them per request
+//! cost about a millisecond of CPU in a write (some twenty lookups, most of
+//! unset vars, plus deriving the service key's public half), paid by every
+//! read and twice by every write (the Worker and the agent's object).
 
 use crate::core::bootstrap::parse_origin;
 use crate::core::crypto::PublicKey;
 use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
 use crate::core::upgrade::config::{UpgradeConfig, RPC_URL_VAR};
+use std::cell::OnceCell;
+use std::rc::Rc;
 use worker::{console_warn, Env};
+
+// Wasm isolates are single-threaded: one value per isolate.
+thread_local! {
+    static CONFIG: OnceCell<Rc<Config>> = const { OnceCell::new() };
+    static SERVICE_KEYS: OnceCell<Rc<ServiceKeys>> = const { OnceCell::new() };
+}
 
 /// The KV namespace binding.
 pub const KV_BINDING: &str = "SELF";
@@ -36,8 +49,12 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads the vars (cheap; done per request).
-    pub fn from_env(env: &Env) -> Config {
+    /// The isolate's configuration (read from `env` on first use).
+    pub fn of(env: &Env) -> Rc<Config> {
+        CONFIG.with(|c| c.get_or_init(|| Rc::new(Config::from_env(env))).clone())
+    }
+
+    fn from_env(env: &Env) -> Config {
         let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
         let (tiers, ignored) = TierTable::default().with_overrides(var);
         if !ignored.is_empty() {
@@ -104,10 +121,13 @@ pub struct ServiceKeys {
     pub keyring: Keyring,
 }
 
-/// Reads the service keys. Only the write path, export and the keys
-/// endpoint need them (deriving the public key costs a scalar
-/// multiplication), so this is not part of [`Config`].
-pub fn service_keys(env: &Env) -> ServiceKeys {
+/// The isolate's service keys (read from `env` on first use; the service
+/// key's public half is derived once).
+pub fn service_keys(env: &Env) -> Rc<ServiceKeys> {
+    SERVICE_KEYS.with(|k| k.get_or_init(|| Rc::new(read_service_keys(env))).clone())
+}
+
+fn read_service_keys(env: &Env) -> ServiceKeys {
     let raw = env
         .secret(SERVICE_KEY_SECRET)
         .ok()

@@ -52,7 +52,7 @@ fn start() {
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let audience = http::Audience::of(routes::method_of(&req));
     let path = req.path();
-    let cfg = config::Config::from_env(&env);
+    let cfg = config::Config::of(&env);
     match routes::route(req, &env, &cfg).await {
         Ok(resp) => Ok(resp),
         Err(e) => {

@@ -27,6 +27,7 @@ use crate::core::conditional::READ_CACHE_CONTROL;
 use crate::core::crypto::AgentId;
 use crate::core::urls::Doc;
 use crate::worker::clock::TEST_NOW_HEADER;
+use futures_util::future::join_all;
 use worker::{Cache, Headers, Request, Response};
 
 /// The entity tag is kept in this header of the stored response (the hex
@@ -108,18 +109,21 @@ async fn put(key: &str, headers: Headers, body: Vec<u8>) {
 /// capsule are replaced by a marker of the new seq, so the next read goes to
 /// KV, and what it reads is kept only once KV has the write (at once when
 /// the mirror succeeded; after the object's alarm repairs it otherwise).
+/// Both markers are put concurrently: the write's answer waits for them.
 pub async fn written(agent: &AgentId, seq: u64) {
-    for doc in [Doc::Head, Doc::Capsule] {
+    join_all([Doc::Head, Doc::Capsule].map(|doc| async move {
         let headers = Headers::new();
         let _ = headers.set(WRITTEN_SEQ_HEADER, &seq.to_string());
         put(&key_of(agent, &doc), headers, Vec::new()).await;
-    }
+    }))
+    .await;
 }
 
 /// Drops this location's copies of the agent's head and capsule (after an
 /// upgrade claim, which changes the head but not the seq).
 pub async fn purge(agent: &AgentId) {
-    for doc in [Doc::Head, Doc::Capsule] {
+    join_all([Doc::Head, Doc::Capsule].map(|doc| async move {
         let _ = Cache::default().delete(key_of(agent, &doc), false).await;
-    }
+    }))
+    .await;
 }

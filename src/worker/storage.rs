@@ -4,7 +4,8 @@
 //! atomically.
 
 use serde::{de::DeserializeOwned, Serialize};
-use worker::js_sys::{Object, Reflect};
+use std::time::Duration;
+use worker::js_sys::{Array, Date, Object, Promise, Reflect};
 use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::Storage;
@@ -24,31 +25,81 @@ pub async fn save<T: Serialize>(storage: &Storage, key: &str, value: &T) -> work
     storage.put(key, serde_json::to_string(value)?).await
 }
 
-/// Writes `puts` and deletes `deletes` as one atomic unit. Both storage
-/// calls are issued before either is awaited, and the runtime commits writes
-/// issued with no `await` in between together (write coalescing): either all
-/// of them land or none does.
-pub async fn commit_atomic(
+/// The texts at `keys`, in order, with one storage read (each `await` of a
+/// storage call is a trip through the JS promise machinery, which a write
+/// pays for in CPU; reading together costs one).
+pub async fn texts<const N: usize>(
     storage: &Storage,
-    puts: &[(String, String)],
-    deletes: &[String],
-) -> worker::Result<()> {
-    // A plain JS object: `put_multiple` would serialise a map as a JS `Map`.
-    let obj = Object::new();
-    for (k, v) in puts {
-        Reflect::set(&obj, &k.as_str().into(), &v.as_str().into())?;
+    keys: [&str; N],
+) -> worker::Result<[Option<String>; N]> {
+    let found = storage.get_multiple(keys.to_vec()).await?;
+    Ok(keys.map(|k| found.get(&k.into()).as_string()))
+}
+
+/// Parses what [`texts`] found at `key`.
+pub fn parse<T: DeserializeOwned>(key: &str, text: Option<String>) -> worker::Result<Option<T>> {
+    match text {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| format!("stored {key} unreadable: {e}").into()),
     }
+}
+
+/// What a [`Batch`] does to the object's alarm.
+pub enum Alarm {
+    /// Leaves it as it is.
+    Keep,
+    /// Arms it to fire after this long.
+    In(Duration),
+    /// Disarms it.
+    Delete,
+}
+
+/// Storage changes that land together or not at all.
+pub struct Batch<'a> {
+    /// Keys and their new texts.
+    pub puts: &'a [(String, String)],
+    /// Keys to delete.
+    pub deletes: &'a [String],
+    /// The alarm change.
+    pub alarm: Alarm,
+}
+
+/// Applies `batch` as one atomic unit. Every storage call is issued before
+/// any is awaited, and the runtime commits writes issued with no `await` in
+/// between together (write coalescing; alarm changes included): either all
+/// of it lands or none does. An alarm armed this way is armed exactly when
+/// the writes it must retry are stored.
+pub async fn commit_atomic(storage: &Storage, batch: &Batch<'_>) -> worker::Result<()> {
     let raw = storage.as_raw();
-    let put = raw.put_multiple(obj.into())?;
-    let delete = if deletes.is_empty() {
-        None
-    } else {
-        let keys: Vec<JsValue> = deletes.iter().map(|k| JsValue::from(k.as_str())).collect();
-        Some(raw.delete_multiple(keys)?)
-    };
-    JsFuture::from(put).await?;
-    if let Some(d) = delete {
-        JsFuture::from(d).await?;
+    let mut pending: Vec<Promise> = Vec::with_capacity(3);
+    if !batch.puts.is_empty() {
+        // A plain JS object: `put_multiple` would serialise a map as a JS `Map`.
+        let obj = Object::new();
+        for (k, v) in batch.puts {
+            Reflect::set(&obj, &k.as_str().into(), &v.as_str().into())?;
+        }
+        pending.push(raw.put_multiple(obj.into())?);
     }
+    if !batch.deletes.is_empty() {
+        let keys: Vec<JsValue> = batch
+            .deletes
+            .iter()
+            .map(|k| JsValue::from(k.as_str()))
+            .collect();
+        pending.push(raw.delete_multiple(keys)?);
+    }
+    match batch.alarm {
+        Alarm::Keep => {}
+        Alarm::In(after) => {
+            let at = Date::now() + after.as_millis() as f64;
+            pending.push(raw.set_alarm(Date::new(&at.into()), Object::new())?);
+        }
+        Alarm::Delete => pending.push(raw.delete_alarm(Object::new())?),
+    }
+    // One await for all of them.
+    let all: Array = pending.into_iter().collect();
+    JsFuture::from(Promise::all(&all)).await?;
     Ok(())
 }

@@ -495,12 +495,20 @@ fn accepted_write(
 ) -> crate::core::write::Candidate {
     let a = agent();
     let body = jcs::canonicalize(&a.sign_envelope(seq, &capsule(&a, motto)));
-    check(state, body.as_bytes(), &a.agent_id(), T0, tiers).expect("accepted")
+    check(
+        state,
+        body.as_bytes(),
+        &a.agent_id(),
+        T0,
+        tiers,
+        Signature::Verify,
+    )
+    .expect("accepted")
 }
 
 use crate::core::jcs;
 use crate::core::limits::TierTable;
-use crate::core::write::{check, AgentState};
+use crate::core::write::{check, AgentState, Signature};
 
 #[test]
 fn commit_sealed_appends_in_step_with_the_state() {

@@ -43,6 +43,7 @@ fn put(
         &k.agent_id(),
         now,
         &tiers,
+        Signature::Verify,
     ) {
         Ok(c) => Ok(state.commit(c, now, &tiers).1),
         Err(r) => {
@@ -57,7 +58,14 @@ fn codes(r: &Rejection) -> Vec<&'static str> {
 }
 
 fn run(state: &AgentState, raw: &[u8], k: &AgentKey) -> Result<Candidate, Rejection> {
-    check(state, raw, &k.agent_id(), T0, &TierTable::default())
+    check(
+        state,
+        raw,
+        &k.agent_id(),
+        T0,
+        &TierTable::default(),
+        Signature::Verify,
+    )
 }
 
 #[test]
@@ -245,8 +253,8 @@ fn signature_problems_are_401_bad_signature() {
         // Signed for seq 1, sent as seq 2.
         edit("seq", Some(Json::from(2u64))),
     ];
-    for raw in cases {
-        let r = run(&AgentState::default(), &raw, &k).unwrap_err();
+    for raw in &cases {
+        let r = run(&AgentState::default(), raw, &k).unwrap_err();
         assert_eq!((codes(&r), r.status()), (vec!["bad_signature"], 401));
         assert!(
             r.counts_toward_cooldown.is_none(),
@@ -255,6 +263,28 @@ fn signature_problems_are_401_bad_signature() {
     }
     // signature_alg absent is fine.
     assert!(run(&AgentState::default(), &edit("signature_alg", None), &k).is_ok());
+
+    // The agent's object skips only the Ed25519 verification the Worker's
+    // precheck did: a signature that fails only cryptographically passes
+    // there, and every other problem above is still refused.
+    let prechecked = |raw: &[u8]| {
+        check(
+            &AgentState::default(),
+            raw,
+            &k.agent_id(),
+            T0,
+            &TierTable::default(),
+            Signature::Prechecked,
+        )
+    };
+    let passed: Vec<usize> = (0..cases.len())
+        .filter(|&i| prechecked(&cases[i]).is_ok())
+        .collect();
+    assert_eq!(
+        passed,
+        vec![1, 8],
+        "only the flipped signature and the re-sequenced envelope"
+    );
 }
 
 #[test]
@@ -421,9 +451,25 @@ fn garbage_from_others_never_locks_an_agent_out() {
     let replayed = body(&k.sign_envelope(2, &bad));
     for i in 0..50 {
         let forged = body(&key(3).sign_envelope(i, &cap));
-        let r = check(&s, &forged, &k.agent_id(), T0, &TierTable::default()).unwrap_err();
+        let r = check(
+            &s,
+            &forged,
+            &k.agent_id(),
+            T0,
+            &TierTable::default(),
+            Signature::Verify,
+        )
+        .unwrap_err();
         s.note_rejection(&r, T0);
-        let r = check(&s, &replayed, &k.agent_id(), T0, &TierTable::default()).unwrap_err();
+        let r = check(
+            &s,
+            &replayed,
+            &k.agent_id(),
+            T0,
+            &TierTable::default(),
+            Signature::Verify,
+        )
+        .unwrap_err();
         s.note_rejection(&r, T0);
     }
     assert_eq!(s.cooldown.consecutive_rejects, 1);
@@ -499,7 +545,15 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
     for (i, b) in accepted.iter().enumerate() {
         // The first five are accepted; the rest were never sent (quota).
         if i < 5 {
-            let c = check(&s, b, &k.agent_id(), T0 + i as u64, &TierTable::default()).unwrap();
+            let c = check(
+                &s,
+                b,
+                &k.agent_id(),
+                T0 + i as u64,
+                &TierTable::default(),
+                Signature::Verify,
+            )
+            .unwrap();
             s.commit(c, T0 + i as u64, &TierTable::default());
         }
     }
@@ -514,14 +568,30 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
     let until = s.cooldown.until_ms.expect("cooling down");
     // Replays of accepted envelopes: replay_seq, never cooldown_active, no extension.
     for b in &accepted[..5] {
-        let r = check(&s, b, &k.agent_id(), T0 + HOUR + 1, &TierTable::default()).unwrap_err();
+        let r = check(
+            &s,
+            b,
+            &k.agent_id(),
+            T0 + HOUR + 1,
+            &TierTable::default(),
+            Signature::Verify,
+        )
+        .unwrap_err();
         assert_eq!(codes(&r), ["replay_seq"]);
         s.note_rejection(&r, T0 + HOUR + 1);
     }
     // Replays of the agent's own rejected envelopes do not count again either.
     for seq in 6..11 {
         let b = body(&k.sign_envelope(seq, &bad));
-        let r = check(&s, &b, &k.agent_id(), T0 + HOUR + 2, &TierTable::default()).unwrap_err();
+        let r = check(
+            &s,
+            &b,
+            &k.agent_id(),
+            T0 + HOUR + 2,
+            &TierTable::default(),
+            Signature::Verify,
+        )
+        .unwrap_err();
         assert_eq!(codes(&r), ["cooldown_active"]);
         s.note_rejection(&r, T0 + HOUR + 2);
     }

@@ -8,12 +8,17 @@
 //! same atomic storage operation as the state. After a commit it mirrors the
 //! record, the history index and the new entry into KV (where reads come
 //! from; order and retries in `core::mirror`); if any of that fails, an
-//! alarm keeps retrying until KV matches.
+//! alarm (armed in the commit itself) keeps retrying until KV matches.
+//!
+//! A write's cost is mostly round trips, so the accepted path makes as few
+//! as durability allows: one storage read (state, index, pending mirror),
+//! one atomic storage write (with the alarm), two KV round trips, and one
+//! storage write to clear or keep the mirror and disarm or re-arm the alarm.
 
 use crate::core::crypto::AgentId;
 use crate::core::history::export::{ExportBundle, ExportEntry};
 use crate::core::history::HistoryIndex;
-use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::mirror::{Commit, Mirror, MirrorOp, Pass, CLEANUP_AFTER_MS, RETRY_BASE_MS};
 use crate::core::reason::ReasonCode;
 use crate::core::time::secs_until;
 use crate::core::upgrade::claim::Claim;
@@ -23,7 +28,7 @@ use crate::core::upgrade::outcome::{
 };
 use crate::core::upgrade::quote::{new_invoice, QuoteBody, QuoteRequest};
 use crate::core::upgrade::Refusal;
-use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection};
+use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
 use crate::worker::do_wire::{
     self, AgentCall, ClaimCall, Exported, PaymentBind, QuoteCall, Reserve, TagAsk, WriteCall,
@@ -33,7 +38,8 @@ use crate::worker::kv::Kv;
 use crate::worker::lock::Lock;
 use crate::worker::log;
 use crate::worker::rpc;
-use crate::worker::storage::{commit_atomic, load, save};
+use crate::worker::storage::{commit_atomic, load, parse, save, texts, Alarm, Batch};
+use futures_util::future::join_all;
 use std::time::Duration;
 // The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
 use worker::wasm_bindgen;
@@ -53,6 +59,28 @@ const INVOICES_KEY: &str = "invoices";
 
 fn entry_key(sequence: u64) -> String {
     format!("{ENTRY_PREFIX}{sequence:016}")
+}
+
+/// What a write read from storage besides the state, parsed only once the
+/// write is accepted.
+struct Stored {
+    /// The history index text.
+    history: Option<String>,
+    /// The pending mirror text.
+    mirror: Option<String>,
+}
+
+/// Makes KV hold one op; `false` if KV refused. On a retry, a put whose text
+/// KV already holds is not repeated.
+async fn land(kv: &Kv, op: &MirrorOp, pass: Pass) -> bool {
+    match &op.value {
+        Some(value) => {
+            let already = pass == Pass::Retry
+                && matches!(kv.text(&op.key).await, Ok(Some(ref v)) if v == value);
+            already || kv.put(&op.key, value).await
+        }
+        None => kv.delete(&op.key).await,
+    }
 }
 
 /// How a write ends before anything is committed.
@@ -91,7 +119,7 @@ impl DurableObject for AgentDO {
 
     async fn alarm(&self) -> worker::Result<Response> {
         let _guard = self.lock.acquire().await;
-        self.sync_mirror(false).await?;
+        self.sync_mirror(None).await?;
         Response::empty()
     }
 }
@@ -101,10 +129,12 @@ impl AgentDO {
     /// the IP-quota call and the KV put are awaits on other objects, during
     /// which the runtime would otherwise deliver the next write to us.
     async fn write(&self, call: WriteCall) -> worker::Result<Response> {
-        let cfg = Config::from_env(&self.env);
+        let cfg = Config::of(&self.env);
         let _guard = self.lock.acquire().await;
         let storage = self.state.storage();
-        let mut state: AgentState = load(&storage, STATE_KEY).await?.unwrap_or_default();
+        let [state_text, history, mirror] =
+            texts(&storage, [STATE_KEY, HISTORY_KEY, MIRROR_KEY]).await?;
+        let mut state: AgentState = parse(STATE_KEY, state_text)?.unwrap_or_default();
         let keys = config::service_keys(&self.env);
         let candidate = match self.decide(&state, &call, &cfg, &keys).await? {
             Ok(c) => c,
@@ -119,26 +149,21 @@ impl AgentDO {
             }
         };
         let log_line = DecisionLog::accepted(call.agent.as_str(), &candidate).to_line();
-        let accepted = self
-            .commit(&storage, &mut state, candidate, &call, &cfg, &keys)
+        let stored = Stored { history, mirror };
+        let (accepted, mirror) = self
+            .commit(&storage, &mut state, candidate, &call, &cfg, &keys, stored)
             .await?;
-        // The write is committed: from here on nothing may turn it into an
-        // error for the client (a retry would only earn a replay_seq).
-        // The retry alarm is armed before the first attempt, so even a crash
-        // between the commit and the KV put still converges.
-        let armed = storage
-            .set_alarm(Duration::from_millis(RETRY_BASE_MS))
-            .await;
-        let synced = if call.fail_mirror {
-            Ok(())
-        } else {
-            self.sync_mirror(true).await
-        };
-        for e in [armed.err(), synced.err()].into_iter().flatten() {
-            log::event(
-                "kv_mirror_error",
-                &[("agent_id", call.agent.as_str()), ("error", &e.to_string())],
-            );
+        // The write is committed, with the retry alarm armed in the same
+        // atomic write, so even a crash before the KV puts still converges.
+        // From here on nothing may turn it into an error for the client (a
+        // retry would only earn a replay_seq).
+        if !call.fail_mirror {
+            if let Err(e) = self.sync_mirror(Some(mirror)).await {
+                log::event(
+                    "kv_mirror_error",
+                    &[("agent_id", call.agent.as_str()), ("error", &e.to_string())],
+                );
+            }
         }
         log::line_str(&log_line);
         http::json(200, &accepted, NO_STORE)
@@ -154,8 +179,14 @@ impl AgentDO {
         cfg: &Config,
         keys: &ServiceKeys,
     ) -> worker::Result<Result<Candidate, Refused>> {
-        let candidate = match write::check(state, &call.body, &call.agent, call.now_ms, &cfg.tiers)
-        {
+        let candidate = match write::check(
+            state,
+            &call.body,
+            &call.agent,
+            call.now_ms,
+            &cfg.tiers,
+            Signature::Prechecked,
+        ) {
             Ok(c) => c,
             Err(rej) => return Ok(Err(Refused::Rejected(rej))),
         };
@@ -194,8 +225,10 @@ impl AgentDO {
     }
 
     /// Seals the accepted write into the chain and stores state, history
-    /// index, the new entry, the pending KV mirror ops and the pruned
-    /// entries' deletion in one atomic operation. Returns the 200 body.
+    /// index, the new entry, the pending KV mirror ops, the pruned entries'
+    /// deletion and the mirror's retry alarm in one atomic operation.
+    /// Returns the 200 body and the mirror ops to run now.
+    #[allow(clippy::too_many_arguments)]
     async fn commit(
         &self,
         storage: &Storage,
@@ -204,9 +237,10 @@ impl AgentDO {
         call: &WriteCall,
         cfg: &Config,
         keys: &ServiceKeys,
-    ) -> worker::Result<write::AcceptedBody> {
+        stored: Stored,
+    ) -> worker::Result<(write::AcceptedBody, Mirror)> {
         let signer = keys.signing.as_ref().ok_or("checked in decide")?;
-        let history: Option<HistoryIndex> = load(storage, HISTORY_KEY).await?;
+        let history: Option<HistoryIndex> = parse(HISTORY_KEY, stored.history)?;
         let sealed = state
             .commit_sealed(
                 candidate,
@@ -221,9 +255,7 @@ impl AgentDO {
         let entry = sealed.entry.stored_text();
         let index = serde_json::to_string(&sealed.history)?;
         let record = serde_json::to_string(&sealed.record)?;
-        let mut mirror = load::<Mirror>(storage, MIRROR_KEY)
-            .await?
-            .unwrap_or_default();
+        let mut mirror: Mirror = parse(MIRROR_KEY, stored.mirror)?.unwrap_or_default();
         mirror.push_commit(&Commit {
             agent: &call.agent,
             sequence,
@@ -233,18 +265,22 @@ impl AgentDO {
             pruned: &sealed.pruned,
         });
         let pruned: Vec<String> = sealed.pruned.iter().map(|p| entry_key(*p)).collect();
+        let puts = [
+            (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
+            (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?),
+            (HISTORY_KEY.to_owned(), index),
+            (entry_key(sequence), entry),
+        ];
         commit_atomic(
             storage,
-            &[
-                (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
-                (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?),
-                (HISTORY_KEY.to_owned(), index),
-                (entry_key(sequence), entry),
-            ],
-            &pruned,
+            &Batch {
+                puts: &puts,
+                deletes: &pruned,
+                alarm: Alarm::In(Duration::from_millis(RETRY_BASE_MS)),
+            },
         )
         .await?;
-        Ok(sealed.body)
+        Ok((sealed.body, mirror))
     }
 
     /// The export bundle, built from this object's own storage (the one
@@ -280,48 +316,73 @@ impl AgentDO {
         }))
     }
 
-    /// Makes KV hold what was committed, op by op in order, stopping at the
-    /// first failure. `fresh`: just committed, so skip comparison reads. On
-    /// failure, keeps what is left and re-arms the alarm with backoff.
-    async fn sync_mirror(&self, fresh: bool) -> worker::Result<()> {
+    /// Makes KV hold what was committed, stage by stage (`core::mirror`),
+    /// stopping after the first stage with a failure. `mirror`: the ops just
+    /// committed (a [`Pass::Commit`], which skips comparison reads and
+    /// leaves this write's deletes for the next one), or `None` for the
+    /// alarm's [`Pass::Retry`] of everything pending. On failure, keeps what
+    /// did not land and re-arms the alarm with backoff.
+    async fn sync_mirror(&self, mirror: Option<Mirror>) -> worker::Result<()> {
         let storage = self.state.storage();
-        let Some(mut mirror) = load::<Mirror>(&storage, MIRROR_KEY).await? else {
+        let (mirror, pass) = match mirror {
+            Some(m) => (Some(m), Pass::Commit),
+            None => (load::<Mirror>(&storage, MIRROR_KEY).await?, Pass::Retry),
+        };
+        let Some(mut mirror) = mirror else {
             return Ok(());
         };
         let kv = Kv::of(&self.env)?;
-        let mut done = 0;
-        for op in &mirror.ops {
-            let ok = match &op.value {
-                Some(value) => {
-                    let already =
-                        !fresh && matches!(kv.text(&op.key).await, Ok(Some(ref v)) if v == value);
-                    already || kv.put(&op.key, value).await
+        let mut landed = vec![false; mirror.ops.len()];
+        let mut failed = None;
+        for stage in mirror.stages(pass) {
+            let ops = stage.iter().map(|&i| land(&kv, &mirror.ops[i], pass));
+            let results = join_all(ops).await;
+            for (&i, ok) in stage.iter().zip(results) {
+                landed[i] = ok;
+                if !ok && failed.is_none() {
+                    failed = Some(i);
                 }
-                None => kv.delete(&op.key).await,
-            };
-            if !ok {
+            }
+            if failed.is_some() {
                 break;
             }
-            done += 1;
         }
-        if done == mirror.ops.len() {
-            // All of it is in KV: nothing left to retry.
-            storage.delete(MIRROR_KEY).await?;
-            storage.delete_alarm().await?;
-            return Ok(());
-        }
-        let failed_key = mirror.ops[done].key.clone();
-        let delay = mirror.failed_after(done);
-        log::event(
-            "kv_mirror_failed",
-            &[
-                ("key", failed_key.as_str()),
-                ("failures", &mirror.failures.to_string()),
-            ],
-        );
-        save(&storage, MIRROR_KEY, &mirror).await?;
-        storage.set_alarm(Duration::from_millis(delay)).await?;
-        Ok(())
+        let failed_key = failed.map(|i| mirror.ops[i].key.clone());
+        mirror.drop_landed(&landed);
+        let (puts, alarm) = match failed_key {
+            None => {
+                // Every index put landed: what is left are deletes of
+                // entries no index names, for the next write (or, after a
+                // day without one, the alarm).
+                mirror.heads_landed();
+                if mirror.ops.is_empty() {
+                    (vec![], Alarm::Delete)
+                } else {
+                    let keep = (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?);
+                    let cleanup = Duration::from_millis(CLEANUP_AFTER_MS);
+                    (vec![keep], Alarm::In(cleanup))
+                }
+            }
+            Some(key) => {
+                let delay = mirror.failed();
+                log::event(
+                    "kv_mirror_failed",
+                    &[
+                        ("key", key.as_str()),
+                        ("failures", &mirror.failures.to_string()),
+                    ],
+                );
+                let keep = (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?);
+                (vec![keep], Alarm::In(Duration::from_millis(delay)))
+            }
+        };
+        let clear = [MIRROR_KEY.to_owned()];
+        let batch = Batch {
+            deletes: if puts.is_empty() { &clear } else { &[] },
+            puts: &puts,
+            alarm,
+        };
+        commit_atomic(&storage, &batch).await
     }
 
     /// Quotes an upgrade: bounded open invoices per agent, a tag unique among
@@ -402,7 +463,7 @@ impl AgentDO {
     /// object binds it to this invoice first, then state, invoice and the
     /// KV record change in one atomic commit.
     async fn claim(&self, call: ClaimCall) -> worker::Result<Response> {
-        let cfg = Config::from_env(&self.env);
+        let cfg = Config::of(&self.env);
         let Ok(up) = &config::upgrade(&self.env) else {
             return Ok(http::upgrades_not_configured());
         };
@@ -462,16 +523,29 @@ impl AgentDO {
             (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
             (INVOICES_KEY.to_owned(), serde_json::to_string(&book)?),
         ];
-        // head.json shows the tier: mirror the record if there is one.
-        let record = state.record(&agent, &cfg.tiers, now);
-        if let Some(record) = &record {
-            let mut mirror = load::<Mirror>(&storage, MIRROR_KEY)
-                .await?
-                .unwrap_or_default();
-            mirror.push_record(&agent, &serde_json::to_string(record)?);
-            puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?));
-        }
-        commit_atomic(&storage, &puts, &[]).await?;
+        // head.json shows the tier: mirror the record if there is one (with
+        // the retry alarm armed in the same commit, as for a write).
+        let mirror = match state.record(&agent, &cfg.tiers, now) {
+            Some(record) => {
+                let mut mirror = load::<Mirror>(&storage, MIRROR_KEY)
+                    .await?
+                    .unwrap_or_default();
+                mirror.push_record(&agent, &serde_json::to_string(&record)?);
+                puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?));
+                Some(mirror)
+            }
+            None => None,
+        };
+        let alarm = match mirror {
+            Some(_) => Alarm::In(Duration::from_millis(RETRY_BASE_MS)),
+            None => Alarm::Keep,
+        };
+        let batch = Batch {
+            puts: &puts,
+            deletes: &[],
+            alarm,
+        };
+        commit_atomic(&storage, &batch).await?;
         log::event(
             "upgrade_credited",
             &[
@@ -481,12 +555,8 @@ impl AgentDO {
                 ("paid_until", body.paid_until.as_str()),
             ],
         );
-        if record.is_some() {
-            let armed = storage
-                .set_alarm(Duration::from_millis(RETRY_BASE_MS))
-                .await;
-            let synced = self.sync_mirror(true).await;
-            for e in [armed.err(), synced.err()].into_iter().flatten() {
+        if mirror.is_some() {
+            if let Err(e) = self.sync_mirror(mirror).await {
                 log::event(
                     "kv_mirror_error",
                     &[("agent_id", agent.as_str()), ("error", &e.to_string())],
