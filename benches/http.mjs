@@ -151,7 +151,7 @@ function perConnectionWrites(agents) {
   }));
 }
 
-const results = { reads: [], writes: null, writes_paced: null, writes_same_io: null, cold: null, fresh_write: null };
+const results = { reads: [], writes: null, writes_paced: null, writes_same_io: null, cold: null, fresh_write: null, push: null };
 
 // ---- reads ---------------------------------------------------------------
 {
@@ -286,6 +286,138 @@ const results = { reads: [], writes: null, writes_paced: null, writes_same_io: n
   };
 }
 
+// ---- push on change (issue 15) ---------------------------------------------
+// Time from sending an accepted PUT to a watcher (WebSocket) or a held
+// long-poll receiving its head, over every (write, watcher) pair: 100
+// watchers of one agent, and one watcher on each of 100 agents. The PUT's own
+// round trip in the same run is the floor: the head is pushed before the PUT
+// is answered, so push / PUT near 1 means watchers learn of a write as soon
+// as its writer does. Sockets go through Miniflare's dispatchFetch (a real
+// upgrade into the runtime) so each can come from its own client address
+// (20 watchers per agent per address is the cap).
+{
+  const self = ours();
+  await originOf(self);
+  const WATCHERS = 100;
+  const ROUNDS_ONE = 20;
+  const ipOf = (i) => `198.51.100.${1 + Math.floor(i / 20)}`;
+  const putAt = async (a, seq) => {
+    const t = performance.now();
+    const r = await self.dispatchFetch(`http://127.0.0.1/self/${a.agentId}/capsule.json`, putInit(JSON.stringify(envelope(a, seq, exampleCapsule(a.agentId, { self_motto: `Push ${seq}.` })))));
+    const json = await r.json();
+    if (r.status !== 200) throw new Error(`push bench PUT: ${r.status} ${JSON.stringify(json)}`);
+    return { sent: t, answered: performance.now(), cursor: json.cursor };
+  };
+  /** A watcher that records when each cursor arrived. */
+  const openWatcher = async (a, ip) => {
+    const res = await self.dispatchFetch(`http://127.0.0.1/self/${a.agentId}/watch`, { headers: { Upgrade: "websocket", "cf-connecting-ip": ip } });
+    if (res.status !== 101) throw new Error(`watch: ${res.status}`);
+    const seen = new Map();
+    res.webSocket.addEventListener("message", (e) => seen.set(JSON.parse(e.data).cursor, performance.now()));
+    res.webSocket.accept();
+    return { ws: res.webSocket, seen };
+  };
+  const untilSeen = async (watchers, cursor) => {
+    const end = Date.now() + 10_000;
+    while (watchers.some((w) => !w.seen.has(cursor)) && Date.now() < end) await new Promise((r) => setTimeout(r, 2));
+    if (watchers.some((w) => !w.seen.has(cursor))) throw new Error("push bench: a watcher never got a head");
+  };
+  const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
+  const summary = (lat, puts) => ({
+    p50_ms: +pct(lat, 0.5).toFixed(1),
+    p99_ms: +pct(lat, 0.99).toFixed(1),
+    put_p50_ms: +pct(puts, 0.5).toFixed(1),
+    p50_over_put: +(pct(lat, 0.5) / pct(puts, 0.5)).toFixed(2),
+  });
+  results.push = {};
+
+  // WebSocket: 100 watchers of one agent.
+  {
+    const a = newAgent();
+    await putAt(a, 1);
+    const ws = [];
+    for (let i = 0; i < WATCHERS; i++) ws.push(await openWatcher(a, ipOf(i)));
+    const lat = [];
+    const puts = [];
+    for (let seq = 2; seq < 2 + ROUNDS_ONE; seq++) {
+      const p = await putAt(a, seq);
+      await untilSeen(ws, p.cursor);
+      puts.push(p.answered - p.sent);
+      for (const w of ws) lat.push(w.seen.get(p.cursor) - p.sent);
+    }
+    for (const w of ws) w.ws.close();
+    results.push.ws_one_agent = summary(lat, puts);
+  }
+  // WebSocket: one watcher on each of 100 agents.
+  {
+    const agents = [];
+    for (let i = 0; i < WATCHERS; i++) {
+      const a = newAgent();
+      await putAt(a, 1);
+      agents.push({ a, w: await openWatcher(a, ipOf(i)) });
+    }
+    const lat = [];
+    const puts = [];
+    for (const { a, w } of agents) {
+      const p = await putAt(a, 2);
+      await untilSeen([w], p.cursor);
+      puts.push(p.answered - p.sent);
+      lat.push(w.seen.get(p.cursor) - p.sent);
+      w.ws.close();
+    }
+    results.push.ws_many_agents = summary(lat, puts);
+  }
+  // Long-poll: held polls (If-None-Match of the current head, wait=30).
+  const hold = (a, etag) => {
+    const t = { done: null };
+    t.promise = self
+      .dispatchFetch(`http://127.0.0.1/self/${a.agentId}/head.json?wait=30`, { headers: { "if-none-match": etag } })
+      .then(async (r) => {
+        const body = await r.json();
+        if (r.status !== 200) throw new Error(`long-poll: ${r.status}`);
+        t.done = performance.now();
+        t.cursor = body.cursor;
+      });
+    return t;
+  };
+  const etagOf = (cursor) => `"${cursor.slice(7)}"`;
+  {
+    const a = newAgent();
+    let cursor = (await putAt(a, 1)).cursor;
+    const lat = [];
+    const puts = [];
+    for (let seq = 2; seq < 2 + Math.ceil(ROUNDS_ONE / 2); seq++) {
+      const polls = Array.from({ length: WATCHERS }, () => hold(a, etagOf(cursor)));
+      await new Promise((r) => setTimeout(r, 300)); // all held
+      const p = await putAt(a, seq);
+      await Promise.all(polls.map((x) => x.promise));
+      puts.push(p.answered - p.sent);
+      for (const x of polls) lat.push(x.done - p.sent);
+      cursor = p.cursor;
+    }
+    results.push.longpoll_one_agent = summary(lat, puts);
+  }
+  {
+    const agents = [];
+    for (let i = 0; i < WATCHERS; i++) {
+      const a = newAgent();
+      agents.push({ a, cursor: (await putAt(a, 1)).cursor });
+    }
+    const polls = agents.map(({ a, cursor }) => hold(a, etagOf(cursor)));
+    await new Promise((r) => setTimeout(r, 500));
+    const lat = [];
+    const puts = [];
+    for (let i = 0; i < agents.length; i++) {
+      const p = await putAt(agents[i].a, 2);
+      await polls[i].promise;
+      puts.push(p.answered - p.sent);
+      lat.push(polls[i].done - p.sent);
+    }
+    results.push.longpoll_many_agents = summary(lat, puts);
+  }
+  await self.dispose();
+}
+
 const wasm = readFileSync(path.join(BUILD, "index_bg.wasm"));
 const size = { wasm_bytes: wasm.length, wasm_gzip_bytes: gzipSync(wasm, { level: 9 }).length };
 
@@ -316,6 +448,10 @@ console.log(
   `Fresh isolate, first write ${results.fresh_write.first_write_ms} ms vs warm ${results.fresh_write.warm_write_ms} ms ` +
     `(difference ${results.fresh_write.difference_ms} ms)`,
 );
+console.log("\nPush on change: PUT sent -> head received (p50 / p99 ms), and p50 over the PUT's own round trip:");
+for (const [name, r] of Object.entries(results.push)) {
+  console.log(`  ${name}: ${r.p50_ms} / ${r.p99_ms} ms; PUT p50 ${r.put_p50_ms} ms; push / PUT ${r.p50_over_put}`);
+}
 console.log(`Worker size: index_bg.wasm ${size.wasm_bytes} B, ${size.wasm_gzip_bytes} B gzipped`);
 mkdirSync(path.join(ROOT, ".bench"), { recursive: true });
 writeFileSync(path.join(ROOT, ".bench", "results.json"), JSON.stringify({ when, machine, connections: CONNECTIONS, ...results, size }, null, 2));

@@ -37,23 +37,45 @@ use support::schemas::{LocalFiles, ID_BASE};
 /// GET/HEAD statuses and reason codes, per route (the last path segments of
 /// a documented path); every GET/HEAD operation must have an entry.
 const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
-    ("head.json", READ_STATUSES, READ_CODES),
+    ("head.json", READ_STATUSES, HEAD_CODES),
     ("capsule.json", READ_STATUSES, READ_CODES),
     ("history.json", HISTORY_STATUSES, HISTORY_CODES),
     ("snapshot/{cursor}.json", READ_STATUSES, SNAPSHOT_CODES),
     ("verify.json", READ_STATUSES, READ_CODES),
     ("export.json", READ_STATUSES, READ_CODES),
     ("keys", KEYS_STATUSES, KEYS_CODES),
+    ("watch", WATCH_STATUSES, WATCH_CODES),
 ];
 
 const READ_STATUSES: &[u16] = &[200, 304, 400, 401, 404, 503];
 const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 401, 404, 410, 503];
 const KEYS_STATUSES: &[u16] = &[200, 304, 503];
+const WATCH_STATUSES: &[u16] = &[101, 400, 401, 426, 503];
 const PUT_STATUSES: &[u16] = &[200, 400, 401, 409, 413, 422, 429, 503];
 const BOOTSTRAP_STATUSES: &[u16] = &[200, 400, 413, 503];
 const READ_CODES: &[&str] = &[
     "bad_agent_id",
     "capsule_not_found",
+    "service_unavailable",
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
+];
+/// head.json: the reads' codes, and `bad_query` for a bad long-poll `wait`.
+const HEAD_CODES: &[&str] = &[
+    "bad_agent_id",
+    "bad_query",
+    "capsule_not_found",
+    "service_unavailable",
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
+];
+/// The watch's answers before (or instead of) the upgrade: a private
+/// capsule's watch is never refused (§13), so no capsule_not_found.
+const WATCH_CODES: &[&str] = &[
+    "bad_agent_id",
+    "websocket_required",
     "service_unavailable",
     "read_signature_invalid",
     "read_signature_expired",
@@ -147,6 +169,7 @@ const NOT_ON_PUT: &[&str] = &[
     "cursor_not_found",
     "snapshot_not_found",
     "bad_query",
+    "websocket_required",
     // The upgrade's codes answer only quote and claim.
     "bad_upgrade_request",
     "unsupported_plan",
@@ -374,7 +397,7 @@ fn check_operation(
             }
         }
         let has_body = resp.get("content").is_some();
-        let bodiless = [202, 204, 304].contains(status) || what.starts_with("head ");
+        let bodiless = [101, 202, 204, 304].contains(status) || what.starts_with("head ");
         assert_eq!(has_body, !bodiless, "{what} {status}: body presence");
     }
     assert_eq!(&codes, want_codes, "{what}: reason codes");

@@ -25,7 +25,9 @@
 //! ([`Pass::Retry`], every stage in order).
 
 use crate::core::crypto::AgentId;
-use crate::core::record::{entry_kv_key, history_kv_key, kv_key, ENTRY_KV_PREFIX};
+use crate::core::record::{
+    entry_kv_key, history_kv_key, kv_key, ENTRY_KV_PREFIX, RECORD_KV_PREFIX,
+};
 use serde::{Deserialize, Serialize};
 
 /// First retry delay for a failed sync; doubles per failure up to the cap.
@@ -179,6 +181,14 @@ impl Stage {
 }
 
 impl MirrorOp {
+    /// The put of an agent's published record (head.json, capsule.json):
+    /// its text, once it has landed, is what watchers are sent.
+    pub fn record_put(&self) -> Option<&str> {
+        self.value
+            .as_deref()
+            .filter(|_| self.key.starts_with(RECORD_KV_PREFIX))
+    }
+
     /// The stage this op runs in.
     pub fn stage(&self) -> Stage {
         match &self.value {

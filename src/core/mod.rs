@@ -25,6 +25,7 @@
 //! | every public URL, route and method        | [`urls`]    |
 //! | MCP tools: catalogue, arguments, patches  | [`mcp`]     |
 //! | rehydration prompt rendering              | [`render`]  |
+//! | push on change: watch caps, close codes, long-poll `wait` | [`watch`] |
 
 #![warn(missing_docs)]
 
@@ -49,4 +50,5 @@ pub mod time;
 pub mod upgrade;
 pub mod urls;
 pub mod validate;
+pub mod watch;
 pub mod write;

@@ -158,7 +158,8 @@ reason_codes! {
     CapsuleNotFound => "capsule_not_found", 404, Request, "No capsule published for this agent yet; publish one or check the agent id.";
     CursorNotFound => "cursor_not_found", 410, Request, "The cursor was pruned from the retained history or never existed; start over from history_url (or capsule.json).";
     SnapshotNotFound => "snapshot_not_found", 404, Request, "No retained version has this cursor (pruned or never published); read history.json for what is retained.";
-    BadQuery => "bad_query", 400, Request, "Fix the query: since is a cursor, after/before are sequence numbers, limit is 1..100, and since/after/before do not combine.";
+    BadQuery => "bad_query", 400, Request, "Fix the query: since is a cursor, after/before are sequence numbers, limit is 1..100, and since/after/before do not combine; head.json's wait is 0..30 seconds.";
+    WebsocketRequired => "websocket_required", 426, Request, "Open watch as a WebSocket (GET with Upgrade: websocket), or long-poll head.json?wait=N with If-None-Match instead.";
     BadAgentId => "bad_agent_id", 400, Request, "Use the 64 lowercase hex agent id (SHA-256 of the public key) in the path.";
     BadPublicKey => "bad_public_key", 400, Request, "Send a 32-byte Ed25519 public key as hex, base64 or base64url; weak keys are refused.";
     NotFound => "not_found", 404, Request, "Check the URL against docs/PROTOCOL.md.";

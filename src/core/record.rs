@@ -11,9 +11,12 @@ use crate::core::upgrade::invoice::Entitlement;
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 
+/// Every agent's published record's KV key starts with this.
+pub const RECORD_KV_PREFIX: &str = "self:capsule:";
+
 /// KV key of an agent's published record (the v0 key layout).
 pub fn kv_key(agent_id: &AgentId) -> String {
-    format!("self:capsule:{agent_id}")
+    format!("{RECORD_KV_PREFIX}{agent_id}")
 }
 
 /// KV key of an agent's history index (chain head, retained summaries,

@@ -34,6 +34,15 @@ pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";
 pub const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
 /// `Allow` of the POST-only service routes (bootstrap, quote, claim, MCP).
 pub const ALLOW_POST: &str = "POST, OPTIONS";
+/// `Allow` of an agent's watch (a WebSocket upgrade is a GET).
+pub const ALLOW_WATCH: &str = "GET, OPTIONS";
+/// The last path segment of an agent's watch: `/self/{agent_id}/watch`.
+pub const WATCH_FILE: &str = "watch";
+
+/// An agent's watch path under `/self/` (relative, like [`Doc::path`]).
+pub fn watch_path(agent_id: &str) -> String {
+    format!("{}{agent_id}/{WATCH_FILE}", PREFIXES[0])
+}
 
 /// Request headers a browser may send cross-origin to the documents and
 /// service routes: also `X-Self-Agent-Id`, which the public deployment's
@@ -183,6 +192,12 @@ pub enum Route<'a> {
     Claim,
     /// `POST /mcp`.
     Mcp,
+    /// `GET /self/{id}/watch`: a WebSocket of the agent's heads; `raw_id`
+    /// as for [`Route::Agent`].
+    Watch {
+        /// The agent id segment, unparsed.
+        raw_id: &'a str,
+    },
     /// Nothing lives here.
     NotFound,
 }
@@ -202,6 +217,12 @@ pub enum Action<'a> {
     },
     /// The signed write to capsule.json.
     Write {
+        /// The agent in the path.
+        agent: AgentId,
+    },
+    /// Open a watch of the agent's heads (the WebSocket upgrade itself is
+    /// checked by the handler, which answers 426 without one).
+    Watch {
         /// The agent in the path.
         agent: AgentId,
     },
@@ -238,8 +259,8 @@ pub enum Action<'a> {
 
 impl<'a> Route<'a> {
     /// `/self/{id}/{head,capsule,history,verify,export}.json`,
-    /// `/self/{id}/snapshot/{cursor}.json`, the same under `/api/v1`, and
-    /// `/api/v1/self/{bootstrap,keys}`.
+    /// `/self/{id}/snapshot/{cursor}.json`, `/self/{id}/watch`, the same
+    /// under `/api/v1`, and `/api/v1/self/{bootstrap,keys}`.
     pub fn parse(path: &'a str) -> Route<'a> {
         if path == BOOTSTRAP_PATH {
             return Route::Bootstrap;
@@ -262,6 +283,9 @@ impl<'a> Route<'a> {
         let Some((raw_id, file)) = rest.split_once('/') else {
             return Route::NotFound;
         };
+        if file == WATCH_FILE && !raw_id.is_empty() {
+            return Route::Watch { raw_id };
+        }
         match Doc::from_file(file) {
             Some(doc) if !raw_id.is_empty() => Route::Agent { doc, raw_id },
             _ => Route::NotFound,
@@ -274,6 +298,7 @@ impl<'a> Route<'a> {
             Route::Agent { doc, .. } => Some(doc.allow()),
             Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp => Some(ALLOW_POST),
             Route::Keys => Some(ALLOW_READ),
+            Route::Watch { .. } => Some(ALLOW_WATCH),
             Route::NotFound => None,
         }
     }
@@ -303,6 +328,15 @@ impl<'a> Route<'a> {
             Route::Keys if method.is_read() => Action::Keys { head_only },
             Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp | Route::Keys => {
                 not_allowed
+            }
+            Route::Watch { raw_id } => {
+                if method != Method::Get {
+                    return not_allowed;
+                }
+                match AgentId::parse(raw_id) {
+                    Some(agent) => Action::Watch { agent },
+                    None => Action::BadAgentId,
+                }
             }
             Route::Agent { doc, raw_id } => {
                 let write = method == Method::Put && doc == Doc::Capsule;
@@ -335,6 +369,7 @@ pub fn templates() -> Vec<(String, &'static str)> {
         .collect();
     let (pre, post) = Doc::SNAPSHOT_PARTS;
     docs.push((format!("{pre}{{cursor}}{post}"), ALLOW_READ));
+    docs.push((WATCH_FILE.to_owned(), ALLOW_WATCH));
     let mut out = Vec::new();
     for prefix in PREFIXES {
         for (file, allow) in &docs {

@@ -10,6 +10,8 @@
 //! | [`Reserve`]          | the agent object| the client address's quota object |
 //! | [`AgentCall::Quote`] | quote handler   | the agent's object      |
 //! | [`AgentCall::Claim`] | claim handler   | the agent's object      |
+//! | [`AgentCall::Watch`] | watch handler (WebSocket upgrade) | the agent's object |
+//! | [`AgentCall::Wait`]  | head.json long-poll | the agent's object  |
 //! | [`QuoteSlot`]        | quote handler   | the client address's quota object |
 //! | [`TagAsk`]           | the agent object| the tag book of one price |
 //! | [`PaymentBind`]      | the agent object| the record of one payment |
@@ -36,6 +38,8 @@ const RESERVE_URL: &str = "https://ip-quota.do/reserve";
 const QUOTE_SLOT_URL: &str = "https://ip-quota.do/quote";
 const QUOTE_URL: &str = "https://agent.do/quote";
 const CLAIM_URL: &str = "https://agent.do/claim";
+const WATCH_URL: &str = "https://agent.do/watch";
+const WAIT_URL: &str = "https://agent.do/wait";
 const TAG_URL: &str = "https://tags.do/allocate";
 const BIND_URL: &str = "https://payment.do/bind";
 const NONCE_URL: &str = "https://nonce.do/check";
@@ -47,6 +51,8 @@ const NOW_HEADER: &str = "x-selfcap-now";
 const IP_HEADER: &str = "x-selfcap-ip";
 /// Test-only fault injection: skip this write's first KV mirror attempt.
 const FAIL_MIRROR_HEADER: &str = "x-selfcap-fail-mirror";
+/// A watch's call (JSON): a WebSocket upgrade is a GET and has no body.
+const CALL_HEADER: &str = "x-selfcap-call";
 
 /// A call to an agent's Durable Object.
 pub enum AgentCall {
@@ -58,6 +64,50 @@ pub enum AgentCall {
     Quote(QuoteCall),
     /// Verify and credit a claim.
     Claim(ClaimCall),
+    /// Take a WebSocket watcher of the agent's heads.
+    Watch(WatchCall),
+    /// Hold a head.json long-poll until the next commit or the deadline.
+    Wait(WaitCall),
+}
+
+/// A watch the Worker admitted (the request was a WebSocket upgrade; a
+/// signature, if any, verified).
+#[derive(Serialize, Deserialize)]
+pub struct WatchCall {
+    /// The agent (also the object's name).
+    pub agent_id: String,
+    /// The verified signer of the upgrade request, if it was signed.
+    pub reader: Option<String>,
+    /// The client's address bucket (the per-address watcher cap).
+    pub ip_bucket: String,
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
+}
+
+/// A head.json long-poll the Worker could not answer at once: the client
+/// already holds the current head, or there is none it may read.
+#[derive(Serialize, Deserialize)]
+pub struct WaitCall {
+    /// The agent (also the object's name).
+    pub agent_id: String,
+    /// The verified signer, if the poll was signed.
+    pub reader: Option<String>,
+    /// The entity tag (cursor hex) the client holds; `None`: it holds none.
+    pub held: Option<String>,
+    /// How long to hold the poll (ms).
+    pub wait_ms: u64,
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
+}
+
+/// What a long-poll came to.
+pub enum Waited {
+    /// A head the client does not hold: body and entity tag.
+    Head(Vec<u8>, String),
+    /// Nothing new before the deadline.
+    Unchanged,
+    /// No capsule this reader may read before the deadline.
+    NotFound,
 }
 
 /// A quote request that passed the Worker's checks.
@@ -176,6 +226,59 @@ pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Re
     })
 }
 
+/// Worker side: hands a WebSocket upgrade to the agent's object; its answer
+/// (101 with the socket, or a refusal) goes to the client as is.
+pub async fn watch(env: &Env, call: &WatchCall) -> worker::Result<Response> {
+    let headers = Headers::new();
+    // The runtime passes the socket through only for an upgrade request.
+    headers.set("Upgrade", "websocket")?;
+    headers.set(CALL_HEADER, &serde_json::to_string(call)?)?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Get).with_headers(headers);
+    let agent = AgentId::parse(&call.agent_id).ok_or("watch: bad agent id")?;
+    agent_stub(env, &agent)?
+        .fetch_with_request(Request::new_with_init(WATCH_URL, &init)?)
+        .await
+}
+
+/// Worker side: holds a long-poll in the agent's object.
+pub async fn wait(env: &Env, call: &WaitCall) -> worker::Result<Waited> {
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_body(Some(serde_json::to_string(call)?.into()));
+    let agent = AgentId::parse(&call.agent_id).ok_or("wait: bad agent id")?;
+    let mut resp = agent_stub(env, &agent)?
+        .fetch_with_request(Request::new_with_init(WAIT_URL, &init)?)
+        .await?;
+    match resp.status_code() {
+        200 => Ok(Waited::Head(
+            resp.bytes().await?,
+            resp.headers().get("ETag")?.unwrap_or_default(),
+        )),
+        304 => Ok(Waited::Unchanged),
+        404 => Ok(Waited::NotFound),
+        s => Err(format!("agent DO wait answered {s}").into()),
+    }
+}
+
+impl Waited {
+    /// Object side: the answer.
+    pub fn answer(self) -> Response {
+        match self {
+            Waited::Head(body, etag) => {
+                let headers = Headers::new();
+                let _ = headers.set("ETag", &etag);
+                ResponseBuilder::new()
+                    .with_status(200)
+                    .with_headers(headers)
+                    .fixed(body)
+            }
+            Waited::Unchanged => ResponseBuilder::new().with_status(304).empty(),
+            Waited::NotFound => ResponseBuilder::new().with_status(404).empty(),
+        }
+    }
+}
+
 /// Worker side: asks the agent's object for its export bundle; `None`
 /// before its first write.
 pub async fn export(env: &Env, agent: &AgentId) -> worker::Result<Option<Exported>> {
@@ -218,6 +321,14 @@ impl AgentCall {
             Method::Get if is(EXPORT_URL) => Ok(Some(AgentCall::Export)),
             Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(req.json().await?))),
             Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(req.json().await?))),
+            Method::Post if is(WAIT_URL) => Ok(Some(AgentCall::Wait(req.json().await?))),
+            Method::Get if is(WATCH_URL) => {
+                let call = req
+                    .headers()
+                    .get(CALL_HEADER)?
+                    .ok_or("agent DO: watch without its call")?;
+                Ok(Some(AgentCall::Watch(serde_json::from_str(&call)?)))
+            }
             _ => Ok(None),
         }
     }

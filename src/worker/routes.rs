@@ -4,7 +4,7 @@
 use super::clock;
 use super::config::Config;
 use super::handlers::reads::ReadAs;
-use super::handlers::{bootstrap, history, keys, mcp, reads, signer, upgrade, write};
+use super::handlers::{bootstrap, history, keys, mcp, reads, signer, upgrade, watch, write};
 use super::http::{self, Audience, CachedRead};
 use crate::core::access;
 use crate::core::reason::ReasonCode;
@@ -35,6 +35,7 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
         Action::Mcp => mcp::handle(&req, env, cfg).await?,
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(&req, head_only))?,
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?,
+        Action::Watch { agent } => watch::handle(&req, env, cfg, &agent).await?,
         Action::Read {
             doc,
             agent,

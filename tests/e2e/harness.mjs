@@ -73,11 +73,13 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
       ...vars,
     },
   });
-  await mf.ready;
+  const origin = await mf.ready;
   const kv = await mf.getKVNamespace("SELF");
   return {
     mf,
     kv,
+    /** The instance's loopback URL (for real sockets: WebSockets, the CLI). */
+    origin,
     /** The service signing key's seed (hex), or null. */
     serviceKey: key,
     /** Every console line the Worker and its Durable Objects wrote. */

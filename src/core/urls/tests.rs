@@ -55,6 +55,10 @@ fn one_spelling_per_document() {
         &format!("/self/{ID}/snapshot/abc"),
         &format!("/api/v2/self/{ID}/head.json"),
         &format!("/api/v1/self/{ID}/nope.json"),
+        &format!("/self/{ID}/watch/"),
+        &format!("/self/{ID}/watch.json"),
+        &format!("/self/{ID}/WATCH"),
+        "/self//watch",
         "/api/v1/self/bootstrap/",
         "/self/bootstrap",
         "/self/keys",
@@ -64,6 +68,12 @@ fn one_spelling_per_document() {
     }
     assert_eq!(route("/api/v1/self/bootstrap"), Route::Bootstrap);
     assert_eq!(route("/api/v1/self/keys"), Route::Keys);
+    for prefix in PREFIXES {
+        assert_eq!(
+            route(&format!("{prefix}{ID}/watch")),
+            Route::Watch { raw_id: ID }
+        );
+    }
     // A service route's name in the id position is just a (bad) agent id.
     assert_eq!(
         route("/api/v1/self/keys/head.json"),
@@ -214,7 +224,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 6 + 5);
+    assert_eq!(t.len(), 2 * 7 + 5);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();
@@ -224,4 +234,30 @@ fn templates_list_every_route_once() {
         let r = route(&concrete);
         assert_eq!(r.allow(), Some(*allow), "{template}");
     }
+}
+
+#[test]
+fn a_watch_is_a_get_of_a_valid_agent_id() {
+    let path = format!("/self/{ID}/watch");
+    let agent = AgentId::parse(ID).unwrap();
+    assert_eq!(route(&path).dispatch(Method::Get), Action::Watch { agent });
+    for m in [Method::Head, Method::Put, Method::Post, Method::Other] {
+        assert_eq!(
+            route(&path).dispatch(m),
+            Action::MethodNotAllowed { allow: ALLOW_WATCH },
+            "{m:?}"
+        );
+    }
+    assert!(matches!(
+        route(&path).dispatch(Method::Options),
+        Action::Preflight {
+            allow: ALLOW_WATCH,
+            ..
+        }
+    ));
+    assert_eq!(
+        route("/self/not-an-id/watch").dispatch(Method::Get),
+        Action::BadAgentId
+    );
+    assert_eq!(watch_path(ID), path);
 }

@@ -16,6 +16,7 @@
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
 //! | `POST /mcp`: the remote MCP tools           | [`mcp`]       |
 //! | who signed a read (RFC 9421), nonce admitted | [`signer`]    |
+//! | watch: WebSocket upgrade to the agent's DO  | [`watch`]     |
 
 pub mod bootstrap;
 pub mod history;
@@ -24,6 +25,7 @@ pub mod mcp;
 pub mod reads;
 pub mod signer;
 pub mod upgrade;
+pub mod watch;
 pub mod write;
 
 use crate::core::crypto::AgentId;

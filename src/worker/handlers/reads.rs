@@ -6,17 +6,26 @@
 //!
 //! [`record`] is the read itself, shared with the MCP tools `self_read` and
 //! `self_subscribe`; [`handle`] makes the HTTP answer of it.
+//!
+//! `head.json?wait=N` is a long-poll (`core::watch::parse_wait`): answered
+//! the same way at once unless the answer would be a 304 or a
+//! `capsule_not_found`; then the agent's Durable Object holds it until the
+//! next commit this reader may read, or N seconds. Only such polls wake
+//! the object; without `wait` nothing changes.
 
 use super::{text_or_404, unreadable, Miss};
 use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
+use crate::core::history::QueryError;
 use crate::core::jcs::cursor_hex;
 use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{kv_key, Record};
 use crate::core::urls::Doc;
+use crate::core::watch;
 use crate::worker::clock;
 use crate::worker::config::Config;
+use crate::worker::do_wire::{self, WaitCall, Waited};
 use crate::worker::http::CachedRead;
 use crate::worker::kv::Kv;
 use crate::worker::read_cache;
@@ -156,6 +165,32 @@ pub async fn handle(
     reader: Option<&AgentId>,
 ) -> worker::Result<Response> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    let wait = match doc {
+        Doc::Head => match watch::parse_wait(req.url()?.query_pairs()) {
+            Ok(w) => w,
+            Err(QueryError::Bad(why)) => {
+                let miss = Miss::Refused {
+                    code: ReasonCode::BadQuery,
+                    detail: Some(why),
+                    history_url: None,
+                };
+                return Ok(miss.response());
+            }
+            Err(QueryError::CursorNotFound) => None,
+        },
+        _ => None,
+    };
+    let poll = |held: Option<String>, wait_sec: u64, read: CachedRead| Poll {
+        env,
+        call: WaitCall {
+            agent_id: agent.to_string(),
+            reader: reader.map(AgentId::to_string),
+            held,
+            wait_ms: wait_sec * 1_000,
+            now_ms,
+        },
+        read,
+    };
     let read_as = ReadAs {
         reader,
         scope: access::scope_of(&doc),
@@ -172,11 +207,26 @@ pub async fn handle(
         None => read_cache::Kept::Nothing,
     };
     if let read_cache::Kept::Answer(body, etag) = kept {
+        if let (Some(w), Some(_)) = (wait, read.fresh(&etag)) {
+            return poll(Some(etag), w, read).answer().await;
+        }
         return Ok(read.answer(body, &etag));
     }
-    let record = match record(env, agent, &read_as, |etag| read.fresh(etag)).await? {
+    let mut held = None;
+    let fresh = |etag: &str| {
+        held = Some(etag.to_owned());
+        read.fresh(etag)
+    };
+    let record = match record(env, agent, &read_as, fresh).await? {
         Ok(Stored::Current(r)) => r,
-        Ok(Stored::Held(not_modified)) => return Ok(not_modified),
+        Ok(Stored::Held(not_modified)) => match wait {
+            Some(w) => return poll(held, w, read).answer().await,
+            None => return Ok(not_modified),
+        },
+        Err(Miss::Refused {
+            code: ReasonCode::CapsuleNotFound,
+            ..
+        }) if wait.is_some() => return poll(None, wait.unwrap_or(0), read).answer().await,
         Err(miss) => return Ok(miss.response()),
     };
     let body = match doc {
@@ -190,4 +240,28 @@ pub async fn handle(
         read_cache::store(key, &kept, record.seq, &body, record.etag()).await;
     }
     Ok(read.answer(body, record.etag()))
+}
+
+/// A long-poll for the agent's object to hold.
+struct Poll<'a> {
+    env: &'a Env,
+    call: WaitCall,
+    read: CachedRead,
+}
+
+impl Poll<'_> {
+    /// The held answer: a head the client does not hold (200), nothing new
+    /// (304 on the entity it holds), or still nothing it may read (404).
+    /// Never kept by a cache: it answers one client's wait.
+    async fn answer(self) -> worker::Result<Response> {
+        let read = self.read.private();
+        Ok(match do_wire::wait(self.env, &self.call).await? {
+            Waited::Head(body, etag) => read.answer(body, &etag),
+            Waited::Unchanged => match self.call.held.as_deref().and_then(|e| read.fresh(e)) {
+                Some(not_modified) => not_modified,
+                None => Miss::code(ReasonCode::CapsuleNotFound).response(),
+            },
+            Waited::NotFound => Miss::code(ReasonCode::CapsuleNotFound).response(),
+        })
+    }
 }

@@ -10,16 +10,24 @@
 //! from; order and retries in `core::mirror`); if any of that fails, an
 //! alarm (armed in the commit itself) keeps retrying until KV matches.
 //!
+//! It also holds the agent's watchers (hibernatable WebSockets: an idle
+//! watcher costs nothing while the object sleeps) and its held long-polls,
+//! and sends each the new head once the record of a commit is in KV
+//! (`core::watch` decides caps and closes).
+//!
 //! A write's cost is mostly round trips, so the accepted path makes as few
 //! as durability allows: one storage read (state, index, pending mirror),
 //! one atomic storage write (with the alarm), two KV round trips, and one
 //! storage write to clear or keep the mirror and disarm or re-arm the alarm.
 
+use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
 use crate::core::history::export::{ExportBundle, ExportEntry};
 use crate::core::history::HistoryIndex;
 use crate::core::mirror::{Commit, Mirror, MirrorOp, Pass, CLEANUP_AFTER_MS, RETRY_BASE_MS};
+use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
+use crate::core::record::Record;
 use crate::core::time::secs_until;
 use crate::core::upgrade::claim::Claim;
 use crate::core::upgrade::invoice::{InvoiceBook, INVOICE_TTL_MS};
@@ -28,10 +36,12 @@ use crate::core::upgrade::outcome::{
 };
 use crate::core::upgrade::quote::{new_invoice, QuoteBody, QuoteRequest};
 use crate::core::upgrade::Refusal;
+use crate::core::watch::{self, Answer, Incoming};
 use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
 use crate::worker::do_wire::{
-    self, AgentCall, ClaimCall, Exported, PaymentBind, QuoteCall, Reserve, TagAsk, WriteCall,
+    self, AgentCall, ClaimCall, Exported, PaymentBind, QuoteCall, Reserve, TagAsk, WaitCall,
+    Waited, WatchCall, WriteCall,
 };
 use crate::worker::http::{self, Audience, NO_STORE};
 use crate::worker::kv::Kv;
@@ -39,11 +49,17 @@ use crate::worker::lock::Lock;
 use crate::worker::log;
 use crate::worker::rpc;
 use crate::worker::storage::{commit_atomic, load, parse, save, texts, Alarm, Batch};
-use futures_util::future::join_all;
+use futures_channel::oneshot;
+use futures_util::future::{join_all, select, Either};
+use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 // The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
 use worker::wasm_bindgen;
-use worker::{durable_object, DurableObject, Env, Request, Response, State, Storage};
+use worker::{
+    durable_object, Delay, DurableObject, Env, Request, Response, State, Storage, WebSocket,
+    WebSocketIncomingMessage, WebSocketPair, WebSocketRequestResponsePair,
+};
 
 /// Storage keys. State, mirror target, history index and the new entry are
 /// written in one atomic operation (with the pruned entries' deletion), so
@@ -59,6 +75,43 @@ const INVOICES_KEY: &str = "invoices";
 
 fn entry_key(sequence: u64) -> String {
     format!("{ENTRY_PREFIX}{sequence:016}")
+}
+
+/// Every watcher's socket carries this tag, and one of its address.
+const WATCH_TAG: &str = "watch";
+
+fn address_tag(ip_bucket: &str) -> String {
+    format!("ip:{ip_bucket}")
+}
+
+/// What a watcher's socket remembers across hibernation.
+#[derive(Serialize, Deserialize)]
+struct Watcher {
+    /// The verified signer of the upgrade, if it was signed.
+    reader: Option<String>,
+    /// Whether it has been sent a head: one that has, and may no longer read
+    /// the capsule, is told so (4404) as head.json would tell it; one that
+    /// never could read it is told nothing, as for an agent with no capsule.
+    seen: bool,
+}
+
+/// A held long-poll: resolved with the next head its reader may read.
+struct Waiter {
+    id: u64,
+    reader: Option<String>,
+    tx: oneshot::Sender<(String, String)>,
+}
+
+/// Whether `reader` may read `record`'s head now (§12).
+fn may_read_head(record: &Record, reader: Option<&str>, now_ms: u64) -> bool {
+    let decision = access::decide(
+        &record.capsule,
+        &record.agent_id,
+        reader,
+        ReadScope::Head,
+        now_ms,
+    );
+    decision != Decision::Hidden
 }
 
 /// What a write read from storage besides the state, parsed only once the
@@ -96,14 +149,30 @@ pub struct AgentDO {
     state: State,
     env: Env,
     lock: Lock,
+    /// Held long-polls (in memory: a held request keeps the object awake).
+    waiters: RefCell<Vec<Waiter>>,
+    next_waiter: Cell<u64>,
 }
 
 impl DurableObject for AgentDO {
     fn new(state: State, env: Env) -> Self {
+        // Watchers' pings are answered by the runtime, even while the object
+        // hibernates, and never wake it.
+        if let Ok(pair) = WebSocketRequestResponsePair::new(watch::PING, watch::PONG) {
+            state.set_websocket_auto_response(&pair);
+        }
+        // Tests only: shows an object woken from hibernation with its
+        // watchers still attached.
+        if Config::of(&env).test_clock {
+            let watchers = state.get_websockets_with_tag(WATCH_TAG).len().to_string();
+            log::event("agent_object_started", &[("watchers", &watchers)]);
+        }
         Self {
             state,
             env,
             lock: Lock::default(),
+            waiters: RefCell::new(Vec::new()),
+            next_waiter: Cell::new(0),
         }
     }
 
@@ -113,14 +182,55 @@ impl DurableObject for AgentDO {
             Some(AgentCall::Export) => Ok(AgentCall::export_answer(self.export().await?)),
             Some(AgentCall::Quote(call)) => self.quote(call).await,
             Some(AgentCall::Claim(call)) => self.claim(call).await,
+            Some(AgentCall::Watch(call)) => self.watch(call).await,
+            Some(AgentCall::Wait(call)) => Ok(self.wait(call).await?.answer()),
             None => Ok(do_wire::not_a_call()),
         }
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
         let _guard = self.lock.acquire().await;
-        self.sync_mirror(None).await?;
+        if let Some(record) = self.sync_mirror(None).await? {
+            self.publish(&record, crate::worker::clock::system_now_ms());
+        }
         Response::empty()
+    }
+
+    async fn websocket_message(
+        &self,
+        ws: WebSocket,
+        message: WebSocketIncomingMessage,
+    ) -> worker::Result<()> {
+        let incoming = match &message {
+            WebSocketIncomingMessage::String(t) => Incoming::Text(t),
+            WebSocketIncomingMessage::Binary(b) => Incoming::Binary(b.len()),
+        };
+        match watch::answer(incoming) {
+            Answer::Pong => ws.send_with_str(watch::PONG),
+            Answer::Close(c) => ws.close(Some(c.code()), Some(c.reason())),
+        }
+    }
+
+    async fn websocket_close(
+        &self,
+        ws: WebSocket,
+        code: usize,
+        _reason: String,
+        _was_clean: bool,
+    ) -> worker::Result<()> {
+        // Hibernatable sockets are not answered by the runtime: complete the
+        // closing handshake, or the client waits for it.
+        let code = u16::try_from(code).ok().and_then(watch::echo);
+        let _ = match code {
+            Some(c) => ws.close(Some(c), Some("bye")),
+            None => ws.close::<&str>(None, None),
+        };
+        Ok(())
+    }
+
+    async fn websocket_error(&self, _ws: WebSocket, _error: worker::Error) -> worker::Result<()> {
+        // The runtime has closed the socket already (e.g. 1009 past 32 MiB).
+        Ok(())
     }
 }
 
@@ -158,11 +268,13 @@ impl AgentDO {
         // From here on nothing may turn it into an error for the client (a
         // retry would only earn a replay_seq).
         if !call.fail_mirror {
-            if let Err(e) = self.sync_mirror(Some(mirror)).await {
-                log::event(
+            match self.sync_mirror(Some(mirror)).await {
+                Ok(Some(record)) => self.publish(&record, call.now_ms),
+                Ok(None) => {}
+                Err(e) => log::event(
                     "kv_mirror_error",
                     &[("agent_id", call.agent.as_str()), ("error", &e.to_string())],
-                );
+                ),
             }
         }
         log::line_str(&log_line);
@@ -321,15 +433,16 @@ impl AgentDO {
     /// committed (a [`Pass::Commit`], which skips comparison reads and
     /// leaves this write's deletes for the next one), or `None` for the
     /// alarm's [`Pass::Retry`] of everything pending. On failure, keeps what
-    /// did not land and re-arms the alarm with backoff.
-    async fn sync_mirror(&self, mirror: Option<Mirror>) -> worker::Result<()> {
+    /// did not land and re-arms the alarm with backoff. Returns the record
+    /// that landed, if one did (what watchers are sent).
+    async fn sync_mirror(&self, mirror: Option<Mirror>) -> worker::Result<Option<Record>> {
         let storage = self.state.storage();
         let (mirror, pass) = match mirror {
             Some(m) => (Some(m), Pass::Commit),
             None => (load::<Mirror>(&storage, MIRROR_KEY).await?, Pass::Retry),
         };
         let Some(mut mirror) = mirror else {
-            return Ok(());
+            return Ok(None);
         };
         let kv = Kv::of(&self.env)?;
         let mut landed = vec![false; mirror.ops.len()];
@@ -348,6 +461,13 @@ impl AgentDO {
             }
         }
         let failed_key = failed.map(|i| mirror.ops[i].key.clone());
+        let record = mirror
+            .ops
+            .iter()
+            .zip(&landed)
+            .find_map(|(op, landed)| op.record_put().filter(|_| *landed))
+            .map(serde_json::from_str::<Record>)
+            .transpose()?;
         mirror.drop_landed(&landed);
         let (puts, alarm) = match failed_key {
             None => {
@@ -382,7 +502,132 @@ impl AgentDO {
             puts: &puts,
             alarm,
         };
-        commit_atomic(&storage, &batch).await
+        commit_atomic(&storage, &batch).await?;
+        Ok(record)
+    }
+
+    /// Sends `record`'s head to every watcher and held long-poll that may
+    /// read it. Called once the record is in KV, so a watcher that then
+    /// fetches capsule.json gets this capsule.
+    fn publish(&self, record: &Record, now_ms: u64) {
+        let cfg = Config::of(&self.env);
+        let head = match serde_json::to_string(&record.head(now_ms, &cfg.tiers)) {
+            Ok(h) => h,
+            Err(_) => return,
+        };
+        for ws in self.state.get_websockets_with_tag(WATCH_TAG) {
+            let Ok(Some(mut w)) = ws.deserialize_attachment::<Watcher>() else {
+                continue;
+            };
+            if may_read_head(record, w.reader.as_deref(), now_ms) {
+                let _ = ws.send_with_str(&head);
+                if !w.seen {
+                    w.seen = true;
+                    let _ = ws.serialize_attachment(&w);
+                }
+            } else if w.seen {
+                let c = watch::Close::NotReadable;
+                let _ = ws.close(Some(c.code()), Some(c.reason()));
+            }
+        }
+        // A poll that may not read the record waits on, exactly as for an
+        // agent with no capsule.
+        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        let mut kept = Vec::new();
+        for w in waiters {
+            if may_read_head(record, w.reader.as_deref(), now_ms) {
+                let _ = w.tx.send((head.clone(), record.etag().to_owned()));
+            } else {
+                kept.push(w);
+            }
+        }
+        self.waiters.borrow_mut().extend(kept);
+    }
+
+    /// Takes a watcher: refused with a close code past the caps, otherwise
+    /// accepted for hibernation and sent the current head at once (if there
+    /// is one it may read). Under the lock, so a commit's head is sent
+    /// either in this answer or by `publish`, never missed.
+    async fn watch(&self, call: WatchCall) -> worker::Result<Response> {
+        let cfg = Config::of(&self.env);
+        let agent = AgentId::parse(&call.agent_id).ok_or("watch: bad agent id")?;
+        let _guard = self.lock.acquire().await;
+        let pair = WebSocketPair::new()?;
+        let tag = address_tag(&call.ip_bucket);
+        let watching = self.state.get_websockets_with_tag(WATCH_TAG).len();
+        let from_address = self.state.get_websockets_with_tag(&tag).len();
+        if let Err(c) = watch::admit(watching, from_address) {
+            // Accepted without hibernation only to be closed: a socket
+            // accepted for hibernation and closed in the same request is
+            // told so only when the object next sleeps.
+            pair.server.accept()?;
+            pair.server.close(Some(c.code()), Some(c.reason()))?;
+            return Response::from_websocket(pair.client);
+        }
+        self.state
+            .accept_websocket_with_tags(&pair.server, &[WATCH_TAG, &tag]);
+        let state: AgentState = load(&self.state.storage(), STATE_KEY)
+            .await?
+            .unwrap_or_default();
+        let record = state.record(&agent, &cfg.tiers, call.now_ms);
+        let readable = record
+            .as_ref()
+            .filter(|r| may_read_head(r, call.reader.as_deref(), call.now_ms));
+        if let Some(r) = readable {
+            pair.server
+                .send_with_str(serde_json::to_string(&r.head(call.now_ms, &cfg.tiers))?)?;
+        }
+        pair.server.serialize_attachment(&Watcher {
+            reader: call.reader,
+            seen: readable.is_some(),
+        })?;
+        Response::from_websocket(pair.client)
+    }
+
+    /// Holds a long-poll: answered at once if this object holds a head the
+    /// client does not (KV can lag a commit), otherwise with the next head
+    /// its reader may read, or at the deadline. Past the cap of held polls
+    /// it is answered at once, as without `wait`.
+    async fn wait(&self, call: WaitCall) -> worker::Result<Waited> {
+        let cfg = Config::of(&self.env);
+        let agent = AgentId::parse(&call.agent_id).ok_or("wait: bad agent id")?;
+        let timed_out = || match call.held {
+            Some(_) => Waited::Unchanged,
+            None => Waited::NotFound,
+        };
+        let (id, rx) = {
+            let _guard = self.lock.acquire().await;
+            let state: AgentState = load(&self.state.storage(), STATE_KEY)
+                .await?
+                .unwrap_or_default();
+            if let Some(r) = state.record(&agent, &cfg.tiers, call.now_ms) {
+                let newer = call.held.as_deref() != Some(r.etag());
+                if newer && may_read_head(&r, call.reader.as_deref(), call.now_ms) {
+                    let head = serde_json::to_vec(&r.head(call.now_ms, &cfg.tiers))?;
+                    return Ok(Waited::Head(head, r.etag().to_owned()));
+                }
+            }
+            if self.waiters.borrow().len() >= watch::HELD_POLLS_PER_AGENT {
+                return Ok(timed_out());
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = self.next_waiter.get();
+            self.next_waiter.set(id + 1);
+            self.waiters.borrow_mut().push(Waiter {
+                id,
+                reader: call.reader.clone(),
+                tx,
+            });
+            (id, rx)
+        };
+        let deadline = Delay::from(Duration::from_millis(call.wait_ms));
+        match select(rx, deadline).await {
+            Either::Left((Ok((head, etag)), _)) => Ok(Waited::Head(head.into_bytes(), etag)),
+            _ => {
+                self.waiters.borrow_mut().retain(|w| w.id != id);
+                Ok(timed_out())
+            }
+        }
     }
 
     /// Quotes an upgrade: bounded open invoices per agent, a tag unique among
@@ -556,11 +801,13 @@ impl AgentDO {
             ],
         );
         if mirror.is_some() {
-            if let Err(e) = self.sync_mirror(mirror).await {
-                log::event(
+            match self.sync_mirror(mirror).await {
+                Ok(Some(record)) => self.publish(&record, now),
+                Ok(None) => {}
+                Err(e) => log::event(
                     "kv_mirror_error",
                     &[("agent_id", agent.as_str()), ("error", &e.to_string())],
-                );
+                ),
             }
         }
         http::json(200, &body, NO_STORE)

@@ -1,0 +1,51 @@
+//! `GET /self/{id}/watch`, Worker half: a WebSocket upgrade is checked for
+//! (426 without one), a signature verified like any read's, and the socket
+//! handed to the agent's Durable Object, which holds it (hibernatable),
+//! applies the caps and sends the heads (`core::watch`). The long-poll of
+//! head.json lives with the other reads (`reads`).
+
+use crate::core::crypto::AgentId;
+use crate::core::quota::ip_bucket;
+use crate::core::reason::ReasonCode;
+use crate::worker::clock;
+use crate::worker::config::Config;
+use crate::worker::do_wire::{self, WatchCall};
+use crate::worker::handlers::signer;
+use crate::worker::http::{self, Audience};
+use worker::{Env, Request, Response};
+
+/// One watch request.
+pub async fn handle(
+    req: &Request,
+    env: &Env,
+    cfg: &Config,
+    agent: &AgentId,
+) -> worker::Result<Response> {
+    let upgrade = req.headers().get("Upgrade")?;
+    if !upgrade.is_some_and(|u| u.trim().eq_ignore_ascii_case("websocket")) {
+        return Ok(http::error(
+            ReasonCode::WebsocketRequired,
+            Audience::Read,
+            None,
+        ));
+    }
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    // A signature is checked before anything about the capsule is read.
+    let reader = match signer::of(req, env, now_ms).await? {
+        Ok(r) => r,
+        Err(refused) => {
+            return Ok(http::error(
+                refused.code,
+                Audience::Read,
+                Some(&refused.detail),
+            ))
+        }
+    };
+    let call = WatchCall {
+        agent_id: agent.to_string(),
+        reader: reader.map(|r| r.to_string()),
+        ip_bucket: ip_bucket(req.headers().get("CF-Connecting-IP")?.as_deref()),
+        now_ms,
+    };
+    do_wire::watch(env, &call).await
+}
