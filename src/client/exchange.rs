@@ -159,7 +159,7 @@ impl Client {
     /// own, and only when the last accepted or the desired capsule is
     /// private. Best effort: unreadable local state just means "unsigned
     /// first", which the 404 retry in [`Client::read_doc`] makes up for.
-    fn signs_reads_of(&self, agent: &AgentId) -> bool {
+    pub(super) fn signs_reads_of(&self, agent: &AgentId) -> bool {
         if self.agent_id().ok().as_ref() != Some(agent) {
             return false;
         }
@@ -182,7 +182,7 @@ fn with_read_signature(req: &Request, key: &AgentKey) -> Result<Request, Error> 
 }
 
 /// The error code of a JSON error body.
-fn error_code(resp: &Response) -> Option<String> {
+pub(super) fn error_code(resp: &Response) -> Option<String> {
     serde_json::from_slice::<serde_json::Value>(&resp.body)
         .ok()
         .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))

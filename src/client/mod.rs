@@ -26,6 +26,7 @@
 //! | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
 //! | [`mcp`] | the local MCP tools' work (`selfcap mcp`): each tool over the state directory, local first ([`mcp::ToolHost`]) |
 //! | [`import`] | importing the public MCP server's identity file (`~/.diffdelta/identity.json`) |
+//! | [`watch`] | `selfcap watch`: following an agent's head over a WebSocket or long-poll ([`Client::watch`]; its own table lists its modules) |
 //! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
 
 pub mod access;
@@ -42,6 +43,7 @@ pub mod resolve;
 pub mod state;
 pub mod upgrade;
 mod verify;
+pub mod watch;
 pub mod wire;
 mod writes;
 

@@ -12,6 +12,7 @@
 //! - `access`: grant, revoke, visibility (who may read: private capsules)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
+//! - `watch`: watch (follow an agent's head as it changes)
 //! - `print`: stdout and stderr, error reports and exit codes
 //!
 //! What a command prints and how it exits is a contract (scripts and
@@ -47,10 +48,12 @@ mod publish;
 mod read;
 #[cfg(not(target_arch = "wasm32"))]
 mod upgrade;
+#[cfg(not(target_arch = "wasm32"))]
+mod watch;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
-    use super::{access, canon, history, identity, mcp, print, publish, read, upgrade};
+    use super::{access, canon, history, identity, mcp, print, publish, read, upgrade, watch};
     use clap::{Args, Parser, Subcommand, ValueEnum};
     use self_capsule::client::http::UreqTransport;
     use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location};
@@ -92,6 +95,7 @@ Quick start:
   selfcap history; selfcap verify                 # the sealed history chain, checked locally
   selfcap visibility private                      # only this agent and granted readers may read
   selfcap grant READER_ID --scope capsule         # let READER_ID read capsule.json
+  selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
   key             Ed25519 seed, 64 hex, mode 0600 (never printed)
@@ -298,6 +302,9 @@ unreachable (with a warning). Status lines go to stderr; stdout is only the bloc
             #[arg(long)]
             json: bool,
         },
+        /// Follow an agent's head: one JSON line per change (WebSocket, or long-poll).
+        #[command(after_help = watch::AFTER_HELP)]
+        Watch(watch::WatchArgs),
         /// List retained versions (history.json), newest first.
         History {
             /// Another agent (default: this identity).
@@ -430,6 +437,7 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
             Command::Head { agent_id, out } => read::head(g, agent_id.as_deref(), out),
             Command::Get { agent_id, pretty } => read::get(g, agent_id.as_deref(), pretty),
             Command::Rehydrate { format, json } => read::rehydrate(g, format, json),
+            Command::Watch(args) => watch::run(g, args),
             Command::History {
                 agent_id,
                 since,

@@ -102,3 +102,18 @@ pub(crate) fn emit_bytes(b: &[u8]) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(b).and_then(|_| out.flush());
 }
+
+/// One line on stdout, flushed at once (`watch`); false when stdout no
+/// longer takes output (the reader went away).
+pub(crate) fn emit_line(line: &str) -> bool {
+    let mut out = std::io::stdout().lock();
+    out.write_all(line.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+        .and_then(|_| out.flush())
+        .is_ok()
+}
+
+/// A progress line on stderr.
+pub(crate) fn note(msg: &str) {
+    eprintln!("selfcap: {msg}");
+}

@@ -1,0 +1,154 @@
+//! What a watch receives, checked before anything is printed: every
+//! WebSocket frame and every long-poll 200 body is the head.json body of the
+//! watched agent. Anything else (not JSON, no valid cursor, another agent's
+//! head) is refused with the reason, so the loop reports it and skips it.
+//! [`Dedupe`] decides which heads are new: the cursor differs from the last
+//! one delivered (the first is always new), which is also what makes a
+//! reconnect safe, since the server's first frame is the current head.
+
+use crate::core::crypto::AgentId;
+use crate::core::jcs::is_cursor;
+
+/// A head to deliver: the compact JSON line and the fields the loop uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedHead {
+    /// The head as one line of compact JSON (no trailing newline).
+    pub line: String,
+    /// `sha256:<hex>`, as served.
+    pub cursor: String,
+    /// The head's `seq`, when it has one.
+    pub seq: Option<u64>,
+}
+
+/// Parses one frame or body as `agent`'s head. `Err`: why it is not one.
+pub fn parse_head(text: &str, agent: &AgentId) -> Result<WatchedHead, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {}", snippet(text)))?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| format!("not a JSON object: {}", snippet(text)))?;
+    let cursor = match obj.get("cursor").and_then(|c| c.as_str()) {
+        Some(c) if is_cursor(c) => c.to_string(),
+        Some(c) => return Err(format!("not a cursor: {}", snippet(c))),
+        None => return Err(format!("no cursor: {}", snippet(text))),
+    };
+    match obj.get("agent_id").and_then(|a| a.as_str()) {
+        Some(a) if a == agent.as_str() => {}
+        Some(a) => return Err(format!("a head of another agent ({})", snippet(a))),
+        None => return Err(format!("no agent_id: {}", snippet(text))),
+    }
+    Ok(WatchedHead {
+        // Re-serialised, so the line is one line whatever the server's layout.
+        line: value.to_string(),
+        cursor,
+        seq: obj.get("seq").and_then(|s| s.as_u64()),
+    })
+}
+
+/// At most 120 characters of `s` on one line, for messages.
+fn snippet(s: &str) -> String {
+    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut short: String = one_line.chars().take(120).collect();
+    if short.len() < one_line.len() {
+        short.push('…');
+    }
+    short
+}
+
+/// The cursor last delivered: a head is new when its cursor differs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dedupe {
+    last: Option<String>,
+}
+
+impl Dedupe {
+    /// The last delivered cursor (the long-poll's `If-None-Match`).
+    pub fn last(&self) -> Option<&str> {
+        self.last.as_deref()
+    }
+
+    /// Whether `head` is new; if so it becomes the last one.
+    pub fn admit(&mut self, head: &WatchedHead) -> bool {
+        if self.last.as_deref() == Some(head.cursor.as_str()) {
+            return false;
+        }
+        self.last = Some(head.cursor.clone());
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent() -> AgentId {
+        AgentId::parse(&"a".repeat(64)).unwrap()
+    }
+
+    fn cursor(c: char) -> String {
+        format!("sha256:{}", c.to_string().repeat(64))
+    }
+
+    fn head(c: char, seq: u64) -> String {
+        serde_json::json!({
+            "agent_id": "a".repeat(64), "cursor": cursor(c), "seq": seq,
+            "writes": {"limit_24h": 5}, "tier": "free"
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_head_becomes_one_compact_line() {
+        let pretty = serde_json::to_string_pretty(
+            &serde_json::from_str::<serde_json::Value>(&head('1', 3)).unwrap(),
+        )
+        .unwrap();
+        assert!(pretty.contains('\n'));
+        let h = parse_head(&pretty, &agent()).unwrap();
+        assert!(!h.line.contains('\n') && !h.line.contains(": "));
+        assert_eq!(h.cursor, cursor('1'));
+        assert_eq!(h.seq, Some(3));
+        // Every field kept, unknown ones included.
+        let back: serde_json::Value = serde_json::from_str(&h.line).unwrap();
+        assert_eq!(back["writes"]["limit_24h"], 5);
+        assert_eq!(back["tier"], "free");
+    }
+
+    #[test]
+    fn malformed_frames_are_refused_with_the_reason() {
+        let a = agent();
+        let other = head('1', 1).replace(&"a".repeat(64), &"b".repeat(64));
+        for (text, why) in [
+            ("pong?", "not JSON"),
+            ("", "not JSON"),
+            ("[1,2]", "not a JSON object"),
+            (r#"{"agent_id":"x"}"#, "no cursor"),
+            (r#"{"cursor":null}"#, "no cursor"),
+            (r#"{"cursor":"sha256:XYZ"}"#, "not a cursor"),
+            (&format!(r#"{{"cursor":"{}"}}"#, cursor('1')), "no agent_id"),
+            (&other, "another agent"),
+        ] {
+            let e = parse_head(text, &a).unwrap_err();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+        // Long garbage is shortened in the message.
+        let e = parse_head(&"x".repeat(5000), &a).unwrap_err();
+        assert!(e.chars().count() < 200, "{e}");
+    }
+
+    #[test]
+    fn dedupe_by_cursor_first_always_new() {
+        let a = agent();
+        let mut d = Dedupe::default();
+        assert_eq!(d.last(), None);
+        let h1 = parse_head(&head('1', 1), &a).unwrap();
+        assert!(d.admit(&h1));
+        assert!(!d.admit(&h1), "same cursor again");
+        // Same cursor at a higher seq (an identical capsule republished): not new.
+        assert!(!d.admit(&parse_head(&head('1', 2), &a).unwrap()));
+        assert!(d.admit(&parse_head(&head('2', 3), &a).unwrap()));
+        assert_eq!(d.last(), Some(cursor('2').as_str()));
+        // Back to an earlier cursor is a change too (it differs from the last).
+        assert!(d.admit(&h1));
+    }
+}
