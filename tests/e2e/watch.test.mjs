@@ -274,6 +274,19 @@ test("long-poll: head.json?wait=N answers 304 after N seconds, 200 at once on a 
   assert.match(woke.headers.get("cache-control"), /no-store/);
   assert.ok(wokeMs < 5000, `answered after ${wokeMs} ms`);
 
+  // A commit that leaves the cursor where the client holds it (the same
+  // capsule republished) does not end the wait.
+  const secondEtag = `"${second.json.cursor.slice(7)}"`;
+  t = Date.now();
+  const same = w.fetch(`${headPath(a.agentId)}?wait=2`, { headers: { "if-none-match": secondEtag } });
+  await sleep(300);
+  const republished = await publishAt(a, 3, "Changed.");
+  assert.equal(republished.status, 200);
+  assert.equal(republished.json.changed, false);
+  const sameAnswer = await same;
+  assert.equal(sameAnswer.status, 304);
+  assert.ok(Date.now() - t >= 1900, `ended after ${Date.now() - t} ms`);
+
   // Already behind: answered at once, from KV, like a plain read.
   t = Date.now();
   const behind = await w.fetch(`${headPath(a.agentId)}?wait=20`, { headers: { "if-none-match": etag } });

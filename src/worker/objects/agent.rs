@@ -95,10 +95,12 @@ struct Watcher {
     seen: bool,
 }
 
-/// A held long-poll: resolved with the next head its reader may read.
+/// A held long-poll: resolved with the next head its reader may read whose
+/// cursor differs from the one the client holds.
 struct Waiter {
     id: u64,
     reader: Option<String>,
+    held: Option<String>,
     tx: oneshot::Sender<(String, String)>,
 }
 
@@ -531,11 +533,13 @@ impl AgentDO {
             }
         }
         // A poll that may not read the record waits on, exactly as for an
-        // agent with no capsule.
+        // agent with no capsule; so does one whose client already holds this
+        // cursor (a republished identical capsule, a credited upgrade).
         let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
         let mut kept = Vec::new();
         for w in waiters {
-            if may_read_head(record, w.reader.as_deref(), now_ms) {
+            let moved = w.held.as_deref() != Some(record.etag());
+            if moved && may_read_head(record, w.reader.as_deref(), now_ms) {
                 let _ = w.tx.send((head.clone(), record.etag().to_owned()));
             } else {
                 kept.push(w);
@@ -616,6 +620,7 @@ impl AgentDO {
             self.waiters.borrow_mut().push(Waiter {
                 id,
                 reader: call.reader.clone(),
+                held: call.held.clone(),
                 tx,
             });
             (id, rx)
