@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Builds the Worker into build/ (index.js + index_bg.wasm) with worker-build.
+# Builds the Worker into build/ (index.js + index_bg.wasm) with worker-build,
+# and the Capsule Explorer's static assets into build/assets/ (public/ as
+# checked in, plus the core compiled for the browser: explorer/core.js +
+# core_bg.wasm), which wrangler serves through [assets] in wrangler.toml.
 #
 # worker-build normally downloads wasm-bindgen, wasm-opt and esbuild from the
 # internet. We point it at local copies instead (it reads *_BIN env vars, not
@@ -17,30 +20,61 @@ force=0
 
 bash scripts/install-tools.sh
 
-if [[ $force == 0 && -f build/index.js && -f build/index_bg.wasm ]]; then
-  newest_input=$(find src Cargo.toml Cargo.lock -newer build/index_bg.wasm -print -quit)
-  if [[ -z "$newest_input" ]]; then
-    echo "build-worker: build/ is up to date"
-    exit 0
-  fi
-fi
+# Whether $1 is missing or older than any of the remaining inputs.
+stale() {
+  local out=$1
+  shift
+  [[ $force == 1 || ! -f $out || -n "$(find "$@" -newer "$out" -print -quit)" ]]
+}
 
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/.bin/wasm-opt}"
 export ESBUILD_BIN="${ESBUILD_BIN:-$PWD/node_modules/.bin/esbuild}"
+# Same feature flags as worker-build's own wasm-opt pass, so nothing is
+# re-encoded with newer binaryen features.
+WASM_OPT_FEATURES=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int
+  --enable-bulk-memory --enable-multivalue --enable-reference-types)
 
-start=$(date +%s)
-worker-build --release
-# worker-build keeps the wasm "name" section (function and data names: ~300 KB,
-# ~80 KB gzipped, a tenth of the Worker) for readable stack traces. Panics
-# still log their message and source location without it; the size budget
-# (1 MiB gzipped, issue 14) wins. Same feature flags as worker-build's pass,
-# so nothing is re-encoded with newer binaryen features.
-"$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.wasm --strip-debug --strip-producers \
-  --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
-  --enable-bulk-memory --enable-multivalue --enable-reference-types --enable-exception-handling
-end=$(date +%s)
+if [[ -f build/index.js ]] && ! stale build/index_bg.wasm src Cargo.toml Cargo.lock; then
+  echo "build-worker: the Worker in build/ is up to date"
+else
+  start=$(date +%s)
+  worker-build --release
+  # worker-build keeps the wasm "name" section (function and data names: ~300 KB,
+  # ~80 KB gzipped, a tenth of the Worker) for readable stack traces. Panics
+  # still log their message and source location without it; the size budget
+  # (1 MiB gzipped, issue 14) wins.
+  "$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.wasm --strip-debug --strip-producers \
+    "${WASM_OPT_FEATURES[@]}" --enable-exception-handling
+  end=$(date +%s)
 
-raw=$(stat -c %s build/index_bg.wasm)
-gz=$(gzip -9 -c build/index_bg.wasm | wc -c)
-echo "build-worker: built in $((end - start)) s; index_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
+  raw=$(stat -c %s build/index_bg.wasm)
+  gz=$(gzip -9 -c build/index_bg.wasm | wc -c)
+  echo "build-worker: built in $((end - start)) s; index_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
+fi
+
+# The Explorer's wasm: the core without the Worker (explorer/, default
+# features off), bound for the browser. Kept in build/explorer-core/ and
+# copied into the assets below.
+core_dir=build/explorer-core
+if stale "$core_dir/core_bg.wasm" src/core src/lib.rs explorer Cargo.toml Cargo.lock; then
+  start=$(date +%s)
+  cargo build --release --target wasm32-unknown-unknown -p self-capsule-explorer
+  wasm="${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/release/self_capsule_explorer.wasm"
+  rm -rf "$core_dir.tmp"
+  "$WASM_BINDGEN_BIN" --target web --no-typescript --out-dir "$core_dir.tmp" --out-name core "$wasm"
+  "$WASM_OPT_BIN" "$core_dir.tmp/core_bg.wasm" -Os -o "$core_dir.tmp/core_bg.wasm" \
+    --strip-debug --strip-producers "${WASM_OPT_FEATURES[@]}"
+  rm -rf "$core_dir" && mv "$core_dir.tmp" "$core_dir"
+  end=$(date +%s)
+  raw=$(stat -c %s "$core_dir/core_bg.wasm")
+  gz=$(gzip -9 -c "$core_dir/core_bg.wasm" | wc -c)
+  echo "build-worker: Explorer core built in $((end - start)) s; core_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
+fi
+
+# The static assets, assembled afresh (cheap): what public/ holds now,
+# nothing it no longer does.
+rm -rf build/assets.tmp
+cp -R public build/assets.tmp
+cp "$core_dir/core.js" "$core_dir/core_bg.wasm" build/assets.tmp/explorer/
+rm -rf build/assets && mv build/assets.tmp build/assets

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: native Rust tests, the client snippets'
-# vector tests (Python, TypeScript), formatting and wasm lint, the wasm build,
+# vector tests (Python, TypeScript), formatting and wasm lint, the wasm builds,
 # the CLI build, then the end-to-end tests in workerd (Miniflare), which also
 # drive the selfcap CLI and both snippets against the Worker.
 set -euo pipefail
@@ -12,28 +12,30 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "install missing tools"
 bash scripts/install-tools.sh
+bash scripts/install-browser.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo test (native)"
-cargo test --locked
+step "cargo test (native: the core, Worker-free parts, CLI, and the Explorer's wasm API)"
+cargo test --locked --workspace
 
 step "client snippets: Python and TypeScript against the signing vectors"
 PYTHONPATH=clients/python/.deps python3 -m unittest discover -s clients/python -t clients/python
 npm test --prefix clients/ts --silent
 
 step "cargo clippy (native, all targets, -D warnings)"
-cargo clippy --locked --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
-step "cargo clippy (wasm32, -D warnings)"
+step "cargo clippy (wasm32: the Worker, and the Explorer's core without it; -D warnings)"
 cargo clippy --locked --target wasm32-unknown-unknown --lib -- -D warnings
+cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-explorer -- -D warnings
 
-step "build the Worker (wasm)"
+step "build the Worker (wasm) and the Explorer's assets"
 bash scripts/build-worker.sh
 
 step "build the selfcap CLI (native) for the end-to-end tests"
 cargo build --locked --bin selfcap
 
-step "end-to-end tests (workerd via Miniflare)"
+step "end-to-end tests (workerd via Miniflare; the Explorer in Chromium)"
 node --test --test-concurrency=1 tests/e2e/

@@ -3,8 +3,9 @@
 //! - [`core`]: the pure protocol core (parse, canonicalise, validate, scan,
 //!   verify, render, quota and history logic). No I/O, no worker types; built
 //!   natively for tests, benches and the `selfcap` CLI, and into the Worker.
-//! - `worker` (wasm32 only): HTTP routing, KV reads and the per-agent Durable
-//!   Object write path.
+//! - `worker` (wasm32 only, feature `worker`, on by default): HTTP routing, KV
+//!   reads and the per-agent Durable Object write path. The Capsule
+//!   Explorer's browser build (`explorer/`) is the core without it.
 //! - [`client`] (native only): the client library behind the `selfcap` CLI.
 
 // `Result<_, Rejection>` is the write path's shape: a rejection is the cold
@@ -18,5 +19,5 @@ pub mod core;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
 
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "worker"))]
 mod worker;

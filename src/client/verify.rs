@@ -61,15 +61,7 @@ impl Client {
 
 /// A keyring from a `GET /api/v1/self/keys` body (`{"current", "keys"}`).
 pub fn keyring_of(doc: &Json) -> Result<Keyring, KeyringError> {
-    let (ring, problems) = Keyring::from_json(
-        doc.get("keys").unwrap_or(&Json::Null),
-        doc.get("current").and_then(Json::as_str),
-    );
-    if problems.is_empty() {
-        Ok(ring)
-    } else {
-        Err(KeyringError { problems })
-    }
+    Keyring::from_keys_doc(doc).map_err(|problems| KeyringError { problems })
 }
 
 /// Verifies an export bundle offline with the core's `verify_export`:

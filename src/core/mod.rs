@@ -20,6 +20,7 @@
 //! | If-None-Match, 304, read caching headers  | [`conditional`] |
 //! | the bootstrap answer                      | [`bootstrap`] |
 //! | hash-chained, sealed history; verify      | [`history`] |
+//! | a readable diff of two capsule versions    | [`diff`]    |
 //! | clock formatting                          | [`time`]    |
 //! | the USDC upgrade: invoices, claims, payment checks | [`upgrade`] |
 //! | every public URL, route and method        | [`urls`]    |
@@ -33,6 +34,7 @@ pub mod access;
 pub mod bootstrap;
 pub mod conditional;
 pub mod crypto;
+pub mod diff;
 pub mod history;
 pub mod jcs;
 pub mod json;

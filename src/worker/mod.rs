@@ -53,14 +53,17 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     let audience = http::Audience::of(routes::method_of(&req));
     let path = req.path();
     let cfg = config::Config::of(&env);
-    match routes::route(req, &env, &cfg).await {
-        Ok(resp) => Ok(resp),
+    let body = req.inner().body();
+    let answer = match routes::route(req, &env, &cfg).await {
+        Ok(resp) => resp,
         Err(e) => {
             log::event(
                 "internal_error",
                 &[("path", path.as_str()), ("error", &e.to_string())],
             );
-            Ok(http::unavailable(audience))
+            http::unavailable(audience)
         }
-    }
+    };
+    body::discard_unread(body).await;
+    Ok(answer)
 }

@@ -5,24 +5,21 @@
 // on purpose (a signature rejection, 503s, a dead port).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startWorker } from "./harness.mjs";
 import { vectors } from "./helpers.mjs";
+import { agentCli as cliIn, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const BIN = process.env.SELFCAP_BIN ?? path.join(ROOT, "target", "debug", "selfcap");
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-cli-"));
 
 let w;
 let URL_;
 
 before(async () => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} missing: run \`cargo build --bin selfcap\` first`);
+  requireSelfcap();
   // Keep every version (the free tier's default retention is 1), so history has something to show.
   w = await startWorker({ vars: { FREE_HISTORY_RETAINED: "10" } });
   URL_ = String(await w.mf.ready).replace(/\/$/, "");
@@ -33,33 +30,11 @@ after(async () => {
   rmSync(TMP, { recursive: true, force: true });
 });
 
-/** Runs selfcap; resolves to { code, stdout, stderr }. Never inherits SELFCAP_* from the caller. */
-function selfcap(args, { stdin, env = {} } = {}) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SELFCAP_")));
-  return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, {
-      // Loopback only, even where a proxy is configured.
-      env: { ...clean, HOME: TMP, NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost", ...env },
-      stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    if (stdin !== undefined) {
-      child.stdin.on("error", () => {}); // it may exit before reading
-      child.stdin.end(stdin);
-    }
-  });
-}
+const selfcap = selfcapIn(TMP);
 
 /** A CLI bound to one state directory (and the service URL). */
 function agentCli(name) {
-  const dir = path.join(TMP, name);
-  const run = (args, opts) => selfcap(["--state-dir", dir, "--url", URL_, ...args], opts);
-  return { dir, run };
+  return cliIn(selfcap, TMP, URL_, name);
 }
 
 const json = (r) => JSON.parse(r.stdout);

@@ -7,16 +7,16 @@
 // `selfcap grant` lets it, until `selfcap revoke`.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { startWorker } from "./harness.mjs";
+import { agentCli as cliIn, exits, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const BIN = process.env.SELFCAP_BIN ?? path.join(ROOT, "target", "debug", "selfcap");
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-private-"));
 const PY_DIR = path.join(ROOT, "clients", "python");
 const PY_DEPS = path.join(PY_DIR, ".deps");
@@ -27,7 +27,7 @@ let w;
 let URL_;
 
 before(async () => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} missing: run \`cargo build --bin selfcap\` first`);
+  requireSelfcap();
   w = await startWorker({
     vars: { FREE_HISTORY_RETAINED: "20", FREE_WRITES_PER_24H: "50", FREE_NEW_AGENTS_PER_IP_24H: "100" },
   });
@@ -39,34 +39,13 @@ after(async () => {
   rmSync(TMP, { recursive: true, force: true });
 });
 
-/** Runs selfcap; resolves to { code, stdout, stderr }. Never inherits SELFCAP_* from the caller. */
-function selfcap(args) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SELFCAP_")));
-  return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, { env: { ...clean, HOME: TMP, ...LOOPBACK }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const selfcap = selfcapIn(TMP);
 
 function agentCli(name) {
-  const dir = path.join(TMP, name);
-  const run = (args) => selfcap(["--state-dir", dir, "--url", URL_, ...args]);
-  return { dir, run };
+  return cliIn(selfcap, TMP, URL_, name);
 }
 
 const json = (r) => JSON.parse(r.stdout);
-
-/** Exit `code`, and never a panic. */
-function exits(r, code, what) {
-  assert.doesNotMatch(r.stderr, /panicked|RUST_BACKTRACE|stack backtrace/);
-  assert.equal(r.code, code, `${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
-  return r;
-}
 
 /** keygen, bootstrap, and a first public capsule (seq 1). */
 async function publishedAgent(name) {

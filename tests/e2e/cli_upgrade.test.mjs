@@ -9,12 +9,11 @@
 // anything is paid. Anvil is required: without it this file fails.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startWorker } from "./harness.mjs";
+import { SELFCAP_BIN as BIN, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
 import { mcpSession } from "./mcp-helpers.mjs";
 import {
   startAnvil,
@@ -28,8 +27,6 @@ import {
   TRANSFER_TOPIC,
 } from "../../scripts/chain.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const BIN = process.env.SELFCAP_BIN ?? path.join(ROOT, "target", "debug", "selfcap");
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-upgrade-"));
 
 // anvil's dev accounts 1 and 3 (the well-known mnemonic's keys): 1 pays
@@ -46,7 +43,7 @@ let handPayer;
 let keyFile;
 
 before(async () => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} missing: run \`cargo build --bin selfcap\` first`);
+  requireSelfcap();
   chain = await startAnvil({ blockTime: 1 });
   const [deployer, payer, tr, hand] = chain.accounts;
   assert.equal(payer, PAYER);
@@ -74,22 +71,7 @@ after(async () => {
   rmSync(TMP, { recursive: true, force: true });
 });
 
-/** Runs selfcap; resolves to { code, stdout, stderr }. Never inherits SELFCAP_* from the caller. */
-function selfcap(args, { env = {} } = {}) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SELFCAP_")));
-  return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, {
-      env: { ...clean, HOME: TMP, NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const selfcap = selfcapIn(TMP);
 
 /** A published agent with its own state directory. */
 async function newAgent(name) {

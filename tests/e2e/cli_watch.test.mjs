@@ -18,12 +18,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "./harness.mjs";
+import { SELFCAP_BIN as BIN, agentCli as cliIn, exits, requireSelfcap, selfcapEnv, selfcapIn } from "./cli-helpers.mjs";
 import { cursorOf, exampleCapsule, headPath, newAgent, publish } from "./helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const BIN = process.env.SELFCAP_BIN ?? path.join(ROOT, "target", "debug", "selfcap");
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-watch-"));
-const LOOPBACK = { NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost" };
 /** How long a line (or an exit) may take to show up. */
 const WITHIN_MS = 15_000;
 
@@ -33,7 +32,7 @@ let URL_;
 const watchers = new Set();
 
 before(async () => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} missing: run \`cargo build --bin selfcap\` first`);
+  requireSelfcap();
   w = await startWorker({
     vars: { FREE_WRITES_PER_24H: "50", FREE_NEW_AGENTS_PER_IP_24H: "100" },
   });
@@ -46,24 +45,8 @@ after(async () => {
   rmSync(TMP, { recursive: true, force: true });
 });
 
-/** The environment of every selfcap run: never the caller's SELFCAP_*, loopback only. */
-function env() {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SELFCAP_")));
-  return { ...clean, HOME: TMP, ...LOOPBACK };
-}
-
-/** Runs selfcap to the end; resolves to { code, stdout, stderr }. */
-function selfcap(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(BIN, args, { env: env(), stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const env = () => selfcapEnv(TMP);
+const selfcap = selfcapIn(TMP);
 
 /**
  * Starts `selfcap watch ARGS` (anonymous: an empty state directory, unless
@@ -286,15 +269,7 @@ test("--exec: a failing CMD is reported on stderr and the watch goes on", async 
 // --- Private capsules: identities made with the CLI, as a user would. ---
 
 function agentCli(name) {
-  const dir = path.join(TMP, name);
-  const run = (args) => selfcap(["--state-dir", dir, "--url", URL_, ...args]);
-  return { dir, run };
-}
-
-function exits(r, code, what) {
-  assert.doesNotMatch(r.stderr, /panicked|RUST_BACKTRACE|stack backtrace/);
-  assert.equal(r.code, code, `${what}: exit ${r.code}\n${r.stdout}${r.stderr}`);
-  return r;
+  return cliIn(selfcap, TMP, URL_, name);
 }
 
 /** keygen, bootstrap, and a first public capsule (seq 1). */

@@ -27,6 +27,18 @@ function compatibilityDate() {
  * `serviceKey`: the SERVICE_SIGNING_KEY secret (32-byte seed, hex); a fresh
  * random one per instance by default, `null` for none.
  */
+/** The static-assets directory wrangler serves (`[assets] directory`). */
+function assetsDirectory() {
+  const toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
+  const m = toml.match(/^\[assets\][^[]*?^directory\s*=\s*"([^"]+)"/ms);
+  if (!m) throw new Error("wrangler.toml: no [assets] directory");
+  const dir = path.resolve(ROOT, m[1]);
+  if (!existsSync(path.join(dir, "explorer.html"))) {
+    throw new Error(`${dir} has no explorer.html: run \`npm run build\` first`);
+  }
+  return dir;
+}
+
 export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey } = {}) {
   const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
   const script = path.join(BUILD_DIR, "index.js");
@@ -53,6 +65,15 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
     compatibilityDate: compatibilityDate(),
+    // As deployed: the asset server answers GET/HEAD of the Explorer's files
+    // before the Worker, which gets every other request. (wrangler sets
+    // has_user_worker itself; Miniflare used directly must be told.)
+    assets: {
+      directory: assetsDirectory(),
+      routerConfig: { has_user_worker: true },
+    },
+    // No fetch of Cloudflare's cf.json at start (loopback only).
+    cf: false,
     kvNamespaces: ["SELF"],
     kvPersist: false,
     // `withoutDurableObjects`: no DO bindings at all, to prove reads never

@@ -1,6 +1,7 @@
 // Routing, method handling, CORS and error bodies (no stored state needed).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import http from "node:http";
 import { startWorker } from "./harness.mjs";
 
 const ID = "0123456789abcdef".repeat(4);
@@ -148,4 +149,32 @@ test("CORS preflight on every route", async () => {
 test("every response exposes ETag to browsers", async () => {
   const r = await w.fetch(`/self/${ID}/head.json`, { headers: { origin: "https://example.test" } });
   assert.match(r.headers.get("access-control-expose-headers"), /\bETag\b/);
+});
+
+test("bodies answered without being read leave the kept-alive connection usable", async () => {
+  // Over one real keep-alive connection: a PUT refused as too large (413,
+  // declared length), then requests refused before their body is looked at
+  // (404 unknown path, 405 wrong method). Each must get its own answer: a
+  // body left unread on the connection used to reset the next request.
+  const { hostname, port } = new URL(w.origin);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (method, path, body) =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ agent, host: hostname, port, method, path, headers: { "content-type": "application/json" } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  const big = "{" + " ".repeat(70 * 1024) + "}";
+  const got = [];
+  for (let i = 0; i < 10; i++) {
+    got.push(await send("PUT", `/self/${ID}/capsule.json`, big));
+    got.push(await send("POST", "/no/such/path", big));
+    got.push(await send("POST", `/self/${ID}/head.json`, big));
+  }
+  agent.destroy();
+  assert.deepEqual(got, Array.from({ length: 10 }, () => [413, 404, 405]).flat());
 });

@@ -245,7 +245,7 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
 }
 
 /// One bundle entry: its parsed entry and the exact text that was hashed.
-fn read_item(item: &Json) -> Result<(Entry, String), Malformed> {
+pub(super) fn read_item(item: &Json) -> Result<(Entry, String), Malformed> {
     let s = |k: &str| -> Result<String, Malformed> {
         item.get(k)
             .and_then(Json::as_str)

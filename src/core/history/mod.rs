@@ -17,12 +17,14 @@
 //!
 //! Submodules: [`verify`] (the checks and the report), [`index`] (appending,
 //! pruning, `since` selection: what the Durable Object runs) and [`export`]
-//! (the offline bundle and `verify_export`).
+//! (the offline bundle and `verify_export`), [`timeline`] (an export laid out
+//! for reading: each entry with the checks that failed at it).
 
 #![warn(missing_docs)]
 
 pub mod export;
 pub mod index;
+pub mod timeline;
 pub mod verify;
 
 use crate::core::crypto::{is_lower_hex, AgentKey, PublicKey};
@@ -36,6 +38,7 @@ use std::ops::{Deref, DerefMut};
 
 pub use export::{verify_export, verify_export_with, ExportBundle, VerifyOptions};
 pub use index::{append, HistoryIndex, IndexItem, NewVersion, Query, QueryError, Selection};
+pub use timeline::{timeline, Flag, Timeline, TimelineEntry};
 pub use verify::{verify_chain, Check, CheckName, Checks, Failure, Level, Report};
 
 /// The hash of entries and heads.
@@ -489,6 +492,20 @@ impl Keyring {
             }
         }
         (ring, problems)
+    }
+
+    /// The keyring a `GET /api/v1/self/keys` body (`{"current", "keys"}`,
+    /// [`KeysDoc`]) publishes, or every problem with it.
+    pub fn from_keys_doc(doc: &Json) -> Result<Keyring, Vec<String>> {
+        let (ring, problems) = Keyring::from_json(
+            doc.get("keys").unwrap_or(&Json::Null),
+            doc.get("current").and_then(Json::as_str),
+        );
+        if problems.is_empty() {
+            Ok(ring)
+        } else {
+            Err(problems)
+        }
     }
 }
 

@@ -558,3 +558,147 @@ fn commit_sealed_refuses_to_fork_the_chain() {
         .is_err());
     assert_eq!(state, before);
 }
+
+// --- the timeline: each failure at the entry where it was found ---
+
+/// The bundle's `entries` array, to tamper with.
+fn entries_mut(bundle: &mut Json) -> &mut Vec<Json> {
+    let Json::Object(members) = bundle else {
+        panic!("bundle")
+    };
+    match members.iter_mut().find(|(k, _)| k == "entries") {
+        Some((_, Json::Array(items))) => items,
+        _ => panic!("entries"),
+    }
+}
+
+fn set_str(item: &mut Json, key: &str, value: String) {
+    let Json::Object(members) = item else {
+        panic!("item")
+    };
+    members.iter_mut().find(|(k, _)| k == key).unwrap().1 = Json::String(value);
+}
+
+fn flagged(t: &Timeline) -> Vec<(usize, Vec<CheckName>)> {
+    t.entries
+        .iter()
+        .filter(|e| !e.ok())
+        .map(|e| (e.position, e.failures.iter().map(|f| f.check).collect()))
+        .collect()
+}
+
+fn trusted() -> VerifyOptions {
+    VerifyOptions {
+        trusted_keys: Some(ring()),
+        ..VerifyOptions::default()
+    }
+}
+
+#[test]
+fn timeline_of_a_good_chain_has_every_version_and_no_flags() {
+    let (all, index) = build(4, 100);
+    let t = timeline(&bundle_json(&all, &index), &trusted());
+    assert_eq!(t.report.level, Level::Auth);
+    assert!(t.general.is_empty() && flagged(&t).is_empty());
+    let mottos: Vec<&str> = t
+        .entries
+        .iter()
+        .map(|e| {
+            e.entry
+                .as_ref()
+                .unwrap()
+                .capsule
+                .get("self_motto")
+                .unwrap()
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        mottos,
+        ["Version 1.", "Version 2.", "Version 3.", "Version 4."]
+    );
+    assert_eq!(t.head.as_ref().unwrap().length, 4);
+}
+
+#[test]
+fn timeline_points_at_a_changed_byte() {
+    let (all, index) = build(3, 100);
+    let mut b = bundle_json(&all, &index);
+    let item = &mut entries_mut(&mut b)[1];
+    let text = item
+        .get("canonical")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .replace("Version 2.", "Version 7.");
+    set_str(item, "canonical", text);
+    let t = timeline(&b, &trusted());
+    assert_eq!(t.report.level, Level::Structure);
+    // The hash and the cursor no longer recompute, and the agent never signed it.
+    assert_eq!(
+        flagged(&t),
+        vec![(
+            1,
+            vec![CheckName::Chain, CheckName::Chain, CheckName::Signature]
+        )]
+    );
+    assert!(t.general.is_empty(), "{:?}", t.general);
+}
+
+#[test]
+fn timeline_points_at_the_entry_after_a_dropped_one() {
+    let (all, index) = build(4, 100);
+    let mut b = bundle_json(&all, &index);
+    entries_mut(&mut b).remove(2);
+    let t = timeline(&b, &trusted());
+    assert_eq!(t.report.level, Level::Structure);
+    let f = flagged(&t);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        f[0].0, 2,
+        "the entry that was sequence 3, now at position 2"
+    );
+    assert!(f[0].1.iter().all(|c| *c == CheckName::Chain));
+}
+
+#[test]
+fn timeline_points_at_a_forged_seal() {
+    let (all, index) = build(3, 100);
+    let mut b = bundle_json(&all, &index);
+    // A well-formed signature by another key under the real fingerprint.
+    let forged = hex::encode(ServiceKey::from_seed(&[7; 32]).sign(all[0].seal.hash.as_bytes()));
+    set_str(&mut entries_mut(&mut b)[0], "service_signature", forged);
+    let t = timeline(&b, &trusted());
+    assert_eq!(t.report.level, Level::Integrity);
+    assert_eq!(flagged(&t), vec![(0, vec![CheckName::Seal])]);
+}
+
+#[test]
+fn timeline_keeps_unreadable_entries_in_place() {
+    let (all, index) = build(3, 100);
+    let mut b = bundle_json(&all, &index);
+    set_str(&mut entries_mut(&mut b)[1], "canonical", "{".into());
+    let t = timeline(&b, &trusted());
+    assert_eq!(t.entries.len(), 3);
+    assert!(t.entries[1].entry.is_none());
+    assert_eq!(
+        flagged(&t)[0],
+        (1, vec![CheckName::Schema, CheckName::Chain])
+    );
+}
+
+#[test]
+fn timeline_puts_head_problems_at_no_entry() {
+    let (all, index) = build(3, 100);
+    let mut b = bundle_json(&all, &index);
+    entries_mut(&mut b).pop();
+    let t = timeline(&b, &trusted());
+    assert!(flagged(&t).is_empty(), "the remaining entries are fine");
+    assert!(
+        t.general.iter().any(|f| f.check == CheckName::Chain),
+        "{:?}",
+        t.general
+    );
+    assert_eq!(t.report.level, Level::Structure);
+}

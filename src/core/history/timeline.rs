@@ -1,0 +1,114 @@
+//! The history as an auditor reads it (the Capsule Explorer's model): the
+//! verify report of an export bundle, and beside it each bundle entry with
+//! the checks that failed *at that entry*, so a page can put a badge on every
+//! version and point at the one that broke.
+//!
+//! Verification itself is [`verify_export_with`], unchanged: this only sorts
+//! its failures by where they were found.
+
+use super::export::{read_item, verify_export_with, VerifyOptions};
+use super::verify::{CheckName, Report};
+use super::{ChainHead, Entry};
+use crate::core::json::Json;
+use serde::Serialize;
+
+/// One failed check, where the timeline shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Flag {
+    /// Which check failed.
+    pub check: CheckName,
+    /// What it found.
+    pub detail: String,
+}
+
+/// One item of the bundle's `entries`, in bundle order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineEntry {
+    /// Index in the bundle's `entries` (0 = oldest retained).
+    pub position: usize,
+    /// The entry as the bundle states it (its claims, checked or not; the
+    /// capsule of that version), or `None` when it cannot be read at all.
+    pub entry: Option<Entry>,
+    /// Every check that failed at this entry; empty: all five pass here.
+    pub failures: Vec<Flag>,
+}
+
+impl TimelineEntry {
+    /// Every check passed at this entry.
+    pub fn ok(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// An export bundle, verified and laid out for reading.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    /// The whole verify report, exactly as `selfcap verify` prints it.
+    pub report: Report,
+    /// The bundle's chain head, when it can be read.
+    pub head: Option<ChainHead>,
+    /// The bundle's entries, oldest first.
+    pub entries: Vec<TimelineEntry>,
+    /// Failures at no single entry: the head, the bundle's own fields.
+    pub general: Vec<Flag>,
+}
+
+/// Verifies `bundle` and attributes every failure: to the entries with its
+/// `sequence`, to an unreadable entry by its position, or to `general`.
+pub fn timeline(bundle: &Json, opts: &VerifyOptions) -> Timeline {
+    let report = verify_export_with(bundle, opts);
+    let items: &[Json] = bundle
+        .get("entries")
+        .and_then(Json::as_array)
+        .unwrap_or(&[]);
+    let mut entries: Vec<TimelineEntry> = items
+        .iter()
+        .enumerate()
+        .map(|(position, item)| TimelineEntry {
+            position,
+            entry: read_item(item).ok().map(|(e, _)| e),
+            failures: Vec::new(),
+        })
+        .collect();
+    let mut general = Vec::new();
+    for check in CheckName::ALL {
+        for f in &report.checks.get(check).failures {
+            let flag = Flag {
+                check,
+                detail: f.detail.clone(),
+            };
+            let at: Vec<usize> = match f.sequence {
+                Some(s) => entries
+                    .iter()
+                    .filter(|t| t.entry.as_ref().is_some_and(|e| e.sequence == s))
+                    .map(|t| t.position)
+                    .collect(),
+                // The verifier names an unreadable item by its position.
+                None => entries
+                    .iter()
+                    .filter(|t| {
+                        t.entry.is_none()
+                            && f.detail.starts_with(&format!("entries[{}]", t.position))
+                    })
+                    .map(|t| t.position)
+                    .collect(),
+            };
+            if at.is_empty() {
+                general.push(flag);
+            } else {
+                for i in at {
+                    entries[i].failures.push(flag.clone());
+                }
+            }
+        }
+    }
+    let head = bundle
+        .get("head")
+        .and_then(|h| ChainHead::from_json(h).ok());
+    Timeline {
+        report,
+        head,
+        entries,
+        general,
+    }
+}
