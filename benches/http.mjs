@@ -8,8 +8,10 @@
 //   against the write floor (a JS Durable Object: one storage put, one KV put)
 //   and against the same-I/O floor (our storage, KV and cache operations and
 //   nothing else, so ours / it is the cost of our own code);
-//   the first answer of a fresh isolate against a trivial Worker's; the first
-//   write of a fresh isolate against warm writes of the same instance.
+//   the first answer of a fresh isolate against a trivial Worker's and the
+//   read floor's (the same first KV get); the first write of a fresh isolate
+//   against warm writes of the same instance, next to the same-I/O floor's
+//   own first and warm writes (what the runtime alone adds to a first write).
 //
 // Env: BENCH_SECONDS (per read scenario, default 5), BENCH_CONNECTIONS
 // (default 16), BENCH_WRITES (accepted PUTs per side, default 640),
@@ -252,12 +254,36 @@ const results = { reads: [], writes: null, writes_paced: null, writes_same_io: n
 {
   const oursFirst = [];
   const trivialFirst = [];
+  const readFloorFirst = [];
   const firstWrite = [];
   const warmWrite = [];
+  const floorFirstWrite = [];
+  const floorWarmWrite = [];
+  // The first write, then the median of ten more (each a new agent, so a
+  // new object each time) against `origin`.
+  const firstAndWarm = async (origin, label) => {
+    const writes = signedWrites(11, 1, label);
+    const firstPut = await timedFetch(`${origin}/self/${writes[0].id}/capsule.json`, putInit(writes[0].bodies[0]));
+    if (firstPut.status !== 200) throw new Error(`fresh PUT (${label}): ${firstPut.status}`);
+    const warmMs = [];
+    for (const w of writes.slice(1)) warmMs.push((await timedFetch(`${origin}/self/${w.id}/capsule.json`, putInit(w.bodies[0]))).ms);
+    return [firstPut.ms, median(warmMs)];
+  };
   for (let round = 0; round < ROUNDS; round++) {
     const trivial = floor("trivial.mjs");
     trivialFirst.push((await timedFetch(`${await originOf(trivial)}/self/x/head.json`)).ms);
     await trivial.dispose();
+    // The same first answer's I/O without our code: one KV get (a miss).
+    const readFloor = floor("read.mjs");
+    readFloorFirst.push((await timedFetch(`${await originOf(readFloor)}/self/${newAgent().agentId}/head.json`)).ms);
+    await readFloor.dispose();
+    // The runtime's own first-write cost: the same storage, KV and cache
+    // operations as one of our writes, in a fresh isolate, then warm.
+    const sio = sameIoFloor();
+    const [ff, fw] = await firstAndWarm(await originOf(sio), "Fresh floor");
+    floorFirstWrite.push(ff);
+    floorWarmWrite.push(fw);
+    await sio.dispose();
 
     const self = ours();
     const origin = await originOf(self);
@@ -265,24 +291,26 @@ const results = { reads: [], writes: null, writes_paced: null, writes_same_io: n
     oursFirst.push((await timedFetch(`${origin}/self/${unknown}/head.json`)).ms);
     // The first write this isolate checks, then warm ones (fresh agents each,
     // so every one is a first write of its agent, like the first).
-    const writes = signedWrites(11, 1, "Fresh");
-    const firstPut = await timedFetch(`${origin}/self/${writes[0].id}/capsule.json`, putInit(writes[0].bodies[0]));
-    if (firstPut.status !== 200) throw new Error(`fresh PUT: ${firstPut.status}`);
-    firstWrite.push(firstPut.ms);
-    const warmMs = [];
-    for (const w of writes.slice(1)) warmMs.push((await timedFetch(`${origin}/self/${w.id}/capsule.json`, putInit(w.bodies[0]))).ms);
-    warmWrite.push(median(warmMs));
+    const [f, w] = await firstAndWarm(origin, "Fresh");
+    firstWrite.push(f);
+    warmWrite.push(w);
     await self.dispose();
   }
+  const ms = (x) => +x.toFixed(1);
   results.cold = {
-    ours_first_answer_ms: +median(oursFirst).toFixed(1),
-    trivial_first_answer_ms: +median(trivialFirst).toFixed(1),
-    difference_ms: +(median(oursFirst) - median(trivialFirst)).toFixed(1),
+    ours_first_answer_ms: ms(median(oursFirst)),
+    trivial_first_answer_ms: ms(median(trivialFirst)),
+    difference_ms: ms(median(oursFirst) - median(trivialFirst)),
+    read_floor_first_answer_ms: ms(median(readFloorFirst)),
+    difference_to_read_floor_ms: ms(median(oursFirst) - median(readFloorFirst)),
   };
   results.fresh_write = {
-    first_write_ms: +median(firstWrite).toFixed(1),
-    warm_write_ms: +median(warmWrite).toFixed(1),
-    difference_ms: +(median(firstWrite) - median(warmWrite)).toFixed(1),
+    first_write_ms: ms(median(firstWrite)),
+    warm_write_ms: ms(median(warmWrite)),
+    difference_ms: ms(median(firstWrite) - median(warmWrite)),
+    same_io_floor_first_write_ms: ms(median(floorFirstWrite)),
+    same_io_floor_warm_write_ms: ms(median(floorWarmWrite)),
+    same_io_floor_difference_ms: ms(median(floorFirstWrite) - median(floorWarmWrite)),
   };
 }
 
@@ -440,13 +468,17 @@ console.log(
   `${wp.name}: ours p50 / p99 ${wp.ours.p50_ms} / ${wp.ours.p99_ms} ms (p99 / p50 = ${wp.ours_p99_over_p50}), ` +
     `floor ${wp.floor.p50_ms} / ${wp.floor.p99_ms} ms (p99 / p50 = ${wp.floor_p99_over_p50})`,
 );
+const c = results.cold;
+const fw = results.fresh_write;
 console.log(
-  `Fresh isolate, first answer (median of ${ROUNDS}): ours ${results.cold.ours_first_answer_ms} ms, trivial Worker ` +
-    `${results.cold.trivial_first_answer_ms} ms, difference ${results.cold.difference_ms} ms`,
+  `Fresh isolate, first answer (median of ${ROUNDS}): ours ${c.ours_first_answer_ms} ms, trivial Worker ` +
+    `${c.trivial_first_answer_ms} ms (difference ${c.difference_ms} ms), read floor with the same KV get ` +
+    `${c.read_floor_first_answer_ms} ms (difference ${c.difference_to_read_floor_ms} ms)`,
 );
 console.log(
-  `Fresh isolate, first write ${results.fresh_write.first_write_ms} ms vs warm ${results.fresh_write.warm_write_ms} ms ` +
-    `(difference ${results.fresh_write.difference_ms} ms)`,
+  `Fresh isolate, first write ${fw.first_write_ms} ms vs warm ${fw.warm_write_ms} ms (difference ${fw.difference_ms} ms); ` +
+    `same-I/O floor ${fw.same_io_floor_first_write_ms} vs ${fw.same_io_floor_warm_write_ms} ms ` +
+    `(difference ${fw.same_io_floor_difference_ms} ms: the runtime's own first-write cost)`,
 );
 console.log("\nPush on change: PUT sent -> head received (p50 / p99 ms), and p50 over the PUT's own round trip:");
 for (const [name, r] of Object.entries(results.push)) {
