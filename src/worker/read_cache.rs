@@ -28,7 +28,9 @@ use crate::core::crypto::AgentId;
 use crate::core::urls::Doc;
 use crate::worker::clock::TEST_NOW_HEADER;
 use futures_util::future::join_all;
-use worker::{Cache, Headers, Request, Response};
+use worker::js_sys::Uint8Array;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::{web_sys, Cache, Headers, Request, Response};
 
 /// The entity tag is kept in this header of the stored response (the hex
 /// cursor, unquoted), so a hit needs no parsing.
@@ -69,7 +71,7 @@ pub enum Kept {
 
 /// The kept body and entity tag, if this location has a fresh copy.
 pub async fn lookup(key: &str) -> Kept {
-    let Ok(Some(mut hit)) = Cache::default().get(key, false).await else {
+    let Ok(Some(hit)) = Cache::default().get(key, false).await else {
         return Kept::Nothing;
     };
     let header = |name: &str| hit.headers().get(name).ok().flatten();
@@ -79,10 +81,19 @@ pub async fn lookup(key: &str) -> Kept {
     let Some(etag) = header(ETAG_HEADER) else {
         return Kept::Nothing;
     };
-    match hit.bytes().await {
-        Ok(body) => Kept::Answer(body, etag),
-        Err(_) => Kept::Nothing,
+    match body_of(hit).await {
+        Some(body) => Kept::Answer(body, etag),
+        None => Kept::Nothing,
     }
+}
+
+/// A kept response's body in one `arrayBuffer()` call. (`Response::bytes`
+/// pulls the stream chunk by chunk through a reader, which a CPU profile of
+/// polls answered from the cache put at ~14 % of the isolate's time.)
+async fn body_of(hit: Response) -> Option<Vec<u8>> {
+    let raw: web_sys::Response = hit.into();
+    let buffer = JsFuture::from(raw.array_buffer().ok()?).await.ok()?;
+    Some(Uint8Array::new(&buffer).to_vec())
 }
 
 /// Keeps a 200's body, unless `kept` says a newer write was accepted here
