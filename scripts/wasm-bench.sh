@@ -8,9 +8,10 @@ iters="${1:-300}"
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 cargo build -q --release --example wasm_bench --target wasm32-wasip1
 cargo build -q --release --example wasm_bench
-wasm=target/wasm32-wasip1/release/examples/wasm_bench.wasm
+target_dir="${CARGO_TARGET_DIR:-target}"
+wasm="$target_dir/wasm32-wasip1/release/examples/wasm_bench.wasm"
 echo "# native ($(uname -m))"
-target/release/examples/wasm_bench "$iters"
+"$target_dir/release/examples/wasm_bench" "$iters"
 echo "# wasm32-wasip1 in Node $(node --version) (V8), $(stat -c %s "$wasm") bytes"
 node --no-warnings -e '
   const { WASI } = require("node:wasi");
