@@ -7,7 +7,7 @@
 //! its failures by where they were found.
 
 use super::export::{read_item, verify_export_with, VerifyOptions};
-use super::verify::{CheckName, Report};
+use super::verify::{item_label, CheckName, Report};
 use super::{ChainHead, Entry};
 use crate::core::json::Json;
 use serde::Serialize;
@@ -86,10 +86,7 @@ pub fn timeline(bundle: &Json, opts: &VerifyOptions) -> Timeline {
                 // The verifier names an unreadable item by its position.
                 None => entries
                     .iter()
-                    .filter(|t| {
-                        t.entry.is_none()
-                            && f.detail.starts_with(&format!("entries[{}]", t.position))
-                    })
+                    .filter(|t| t.entry.is_none() && f.detail.starts_with(&item_label(t.position)))
                     .map(|t| t.position)
                     .collect(),
             };

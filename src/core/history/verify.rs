@@ -212,6 +212,12 @@ impl Report {
     }
 }
 
+/// How a failure names a bundle item it could not read (no `sequence` to
+/// name it by): every such detail starts with this.
+pub(crate) fn item_label(position: usize) -> String {
+    format!("entries[{position}]")
+}
+
 /// What an entry is checked against: where the head says the window
 /// starts, or its predecessor in the window.
 #[derive(Debug, Clone, Copy)]
@@ -292,18 +298,13 @@ impl<'a> Verifier<'a> {
     /// An entry that could not even be read: a schema failure, and the chain
     /// cannot be followed through it.
     pub(crate) fn unreadable(&mut self, position: usize, sequence: Option<u64>, detail: &str) {
+        let item = item_label(position);
         self.count_entry();
-        self.fail(
-            CheckName::Schema,
-            sequence,
-            format!("entries[{position}]: {detail}"),
-        );
+        self.fail(CheckName::Schema, sequence, format!("{item}: {detail}"));
         self.fail(
             CheckName::Chain,
             sequence,
-            format!(
-                "entries[{position}] is unreadable, so the chain cannot be followed through it"
-            ),
+            format!("{item} is unreadable, so the chain cannot be followed through it"),
         );
     }
 
