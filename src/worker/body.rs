@@ -22,8 +22,8 @@ use std::time::Duration;
 use worker::js_sys::{Reflect, Uint8Array};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
-use worker::web_sys::{ReadableStream, ReadableStreamDefaultReader};
-use worker::{Delay, Request};
+use worker::web_sys::{self, ReadableStream, ReadableStreamDefaultReader};
+use worker::{Delay, Request, Response};
 
 /// Why a body was not read.
 pub enum BodyError {
@@ -99,6 +99,24 @@ async fn next_chunk(reader: &ReadableStreamDefaultReader) -> Result<Option<Uint8
         .dyn_into::<Uint8Array>()
         .map(Some)
         .map_err(|_| BodyError::Read)
+}
+
+/// A whole response body in one `arrayBuffer()` call. worker-rs's
+/// `Response::bytes` pulls the stream chunk by chunk through a reader: in a
+/// V8 CPU profile of polls answered from the location's cache that was ~14 %
+/// of the isolate's time (~4 % this way); every Durable Object hop reads one.
+pub async fn response_bytes(resp: Response) -> worker::Result<Vec<u8>> {
+    let raw: web_sys::Response = resp.into();
+    let buffer = JsFuture::from(raw.array_buffer()?).await?;
+    Ok(Uint8Array::new(&buffer).to_vec())
+}
+
+/// A whole request body in one `arrayBuffer()` call (see [`response_bytes`]).
+/// Uncapped: for the internal calls between the Worker and its objects,
+/// whose bodies the Worker built.
+pub async fn request_bytes(req: &Request) -> worker::Result<Vec<u8>> {
+    let buffer = JsFuture::from(req.inner().array_buffer()?).await?;
+    Ok(Uint8Array::new(&buffer).to_vec())
 }
 
 /// After the answer is decided: discards a body nobody read (`stream` is

@@ -20,6 +20,7 @@
 //! The objects are not reachable from outside the Worker, so they trust
 //! these headers (the agent and "now" in particular).
 
+use super::body;
 use super::clock;
 use super::config::{
     AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, NONCE_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING,
@@ -196,13 +197,13 @@ pub async fn write(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
         .with_headers(headers)
         .with_body(Some(Uint8Array::from(call.body.as_slice()).into()));
     let req = Request::new_with_init(WRITE_URL, &init)?;
-    let mut resp = agent_stub(env, &call.agent)?
+    let resp = agent_stub(env, &call.agent)?
         .fetch_with_request(req)
         .await?;
     Ok(Relayed {
         status: resp.status_code(),
         retry_after: resp.headers().get("Retry-After")?,
-        body: resp.bytes().await?,
+        body: body::response_bytes(resp).await?,
     })
 }
 
@@ -216,13 +217,13 @@ pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Re
     };
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(body.into()));
-    let mut resp = agent_stub(env, agent)?
+    let resp = agent_stub(env, agent)?
         .fetch_with_request(Request::new_with_init(url, &init)?)
         .await?;
     Ok(Relayed {
         status: resp.status_code(),
         retry_after: resp.headers().get("Retry-After")?,
-        body: resp.bytes().await?,
+        body: body::response_bytes(resp).await?,
     })
 }
 
@@ -247,14 +248,14 @@ pub async fn wait(env: &Env, call: &WaitCall) -> worker::Result<Waited> {
     init.with_method(Method::Post)
         .with_body(Some(serde_json::to_string(call)?.into()));
     let agent = AgentId::parse(&call.agent_id).ok_or("wait: bad agent id")?;
-    let mut resp = agent_stub(env, &agent)?
+    let resp = agent_stub(env, &agent)?
         .fetch_with_request(Request::new_with_init(WAIT_URL, &init)?)
         .await?;
     match resp.status_code() {
-        200 => Ok(Waited::Head(
-            resp.bytes().await?,
-            resp.headers().get("ETag")?.unwrap_or_default(),
-        )),
+        200 => {
+            let etag = resp.headers().get("ETag")?.unwrap_or_default();
+            Ok(Waited::Head(body::response_bytes(resp).await?, etag))
+        }
         304 => Ok(Waited::Unchanged),
         404 => Ok(Waited::NotFound),
         s => Err(format!("agent DO wait answered {s}").into()),
@@ -285,11 +286,11 @@ pub async fn export(env: &Env, agent: &AgentId) -> worker::Result<Option<Exporte
     let mut init = RequestInit::new();
     init.with_method(Method::Get);
     let req = Request::new_with_init(EXPORT_URL, &init)?;
-    let mut resp = agent_stub(env, agent)?.fetch_with_request(req).await?;
+    let resp = agent_stub(env, agent)?.fetch_with_request(req).await?;
     match resp.status_code() {
         200 => Ok(Some(Exported {
             etag: resp.headers().get("ETag")?.unwrap_or_default(),
-            body: resp.bytes().await?,
+            body: body::response_bytes(resp).await?,
         })),
         404 => Ok(None),
         s => Err(format!("agent DO export answered {s}").into()),
@@ -298,7 +299,7 @@ pub async fn export(env: &Env, agent: &AgentId) -> worker::Result<Option<Exporte
 
 impl AgentCall {
     /// Object side: reads a call; `None` for anything that is not one.
-    pub async fn read(mut req: Request) -> worker::Result<Option<AgentCall>> {
+    pub async fn read(req: Request) -> worker::Result<Option<AgentCall>> {
         let url = req.url()?;
         let is = |u: &str| url.as_str() == u;
         match req.method() {
@@ -314,14 +315,14 @@ impl AgentCall {
                     ip_bucket: header(IP_HEADER).unwrap_or_else(|| "unknown".into()),
                     fail_mirror: header(FAIL_MIRROR_HEADER).is_some(),
                     agent,
-                    body: req.bytes().await?,
+                    body: body::request_bytes(&req).await?,
                 };
                 Ok(Some(AgentCall::Write(call)))
             }
             Method::Get if is(EXPORT_URL) => Ok(Some(AgentCall::Export)),
-            Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(req.json().await?))),
-            Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(req.json().await?))),
-            Method::Post if is(WAIT_URL) => Ok(Some(AgentCall::Wait(req.json().await?))),
+            Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(json_of(&req).await?))),
+            Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(json_of(&req).await?))),
+            Method::Post if is(WAIT_URL) => Ok(Some(AgentCall::Wait(json_of(&req).await?))),
             Method::Get if is(WATCH_URL) => {
                 let call = req
                     .headers()
@@ -382,22 +383,22 @@ impl Reserve {
             .durable_object(IP_QUOTA_DO_BINDING)?
             .id_from_name(ip_bucket)?
             .get_stub()?;
-        let mut resp = stub
+        let resp = stub
             .fetch_with_request(Request::new_with_init(RESERVE_URL, &init)?)
             .await?;
         if resp.status_code() != 200 {
             return Err(format!("ip quota DO answered {}", resp.status_code()).into());
         }
-        let answer: ReserveAnswer = resp.json().await?;
+        let answer: ReserveAnswer = serde_json::from_slice(&body::response_bytes(resp).await?)?;
         Ok(answer.reset_at_ms.map_or(Ok(()), Err))
     }
 
     /// Quota-object side: reads a request; `None` for anything else.
-    pub async fn read(mut req: Request) -> worker::Result<Option<Reserve>> {
+    pub async fn read(req: Request) -> worker::Result<Option<Reserve>> {
         if req.method() != Method::Post || req.url()?.as_str() != RESERVE_URL {
             return Ok(None);
         }
-        Ok(Some(req.json().await?))
+        Ok(Some(json_of(&req).await?))
     }
 
     /// Quota-object side: the answer.
@@ -425,24 +426,29 @@ async fn ask<A: for<'de> Deserialize<'de>>(
         .durable_object(binding)?
         .id_from_name(name)?
         .get_stub()?;
-    let mut resp = stub
+    let resp = stub
         .fetch_with_request(Request::new_with_init(url, &init)?)
         .await?;
     if resp.status_code() != 200 {
         return Err(format!("{binding} answered {}", resp.status_code()).into());
     }
-    resp.json().await
+    Ok(serde_json::from_slice(&body::response_bytes(resp).await?)?)
 }
 
 /// Reads a call of type `T` posted to `url`; `None` for anything else.
 async fn read_posted<T: for<'de> Deserialize<'de>>(
-    mut req: Request,
+    req: Request,
     url: &str,
 ) -> worker::Result<Option<T>> {
     if req.method() != Method::Post || req.url()?.as_str() != url {
         return Ok(None);
     }
-    Ok(Some(req.json().await?))
+    Ok(Some(json_of(&req).await?))
+}
+
+/// An internal call's JSON body.
+async fn json_of<T: for<'de> Deserialize<'de>>(req: &Request) -> worker::Result<T> {
+    Ok(serde_json::from_slice(&body::request_bytes(req).await?)?)
 }
 
 /// The JSON answer of an internal call.

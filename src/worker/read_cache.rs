@@ -23,14 +23,13 @@
 //! miss). Cloudflare runs the Cache API only on custom domains; on
 //! `*.workers.dev` it does nothing and every read goes to KV, as before.
 
+use super::body;
 use crate::core::conditional::READ_CACHE_CONTROL;
 use crate::core::crypto::AgentId;
 use crate::core::urls::Doc;
 use crate::worker::clock::TEST_NOW_HEADER;
 use futures_util::future::join_all;
-use worker::js_sys::Uint8Array;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{web_sys, Cache, Headers, Request, Response};
+use worker::{Cache, Headers, Request, Response};
 
 /// The entity tag is kept in this header of the stored response (the hex
 /// cursor, unquoted), so a hit needs no parsing.
@@ -81,19 +80,10 @@ pub async fn lookup(key: &str) -> Kept {
     let Some(etag) = header(ETAG_HEADER) else {
         return Kept::Nothing;
     };
-    match body_of(hit).await {
-        Some(body) => Kept::Answer(body, etag),
-        None => Kept::Nothing,
+    match body::response_bytes(hit).await {
+        Ok(body) => Kept::Answer(body, etag),
+        Err(_) => Kept::Nothing,
     }
-}
-
-/// A kept response's body in one `arrayBuffer()` call. (`Response::bytes`
-/// pulls the stream chunk by chunk through a reader, which a CPU profile of
-/// polls answered from the cache put at ~14 % of the isolate's time.)
-async fn body_of(hit: Response) -> Option<Vec<u8>> {
-    let raw: web_sys::Response = hit.into();
-    let buffer = JsFuture::from(raw.array_buffer().ok()?).await.ok()?;
-    Some(Uint8Array::new(&buffer).to_vec())
 }
 
 /// Keeps a 200's body, unless `kept` says a newer write was accepted here

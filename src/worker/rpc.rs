@@ -3,6 +3,7 @@
 //! error objects become [`RpcError`] (the claim answers 503 and credits
 //! nothing); what its results mean is decided in `core::upgrade::receipt`.
 
+use super::body;
 use crate::core::json::{self, Json};
 use crate::core::upgrade::receipt::{check_payment, Expected, Observed, Verdict};
 use serde_json::json;
@@ -31,14 +32,16 @@ pub async fn call(url: &str, method: &str, params: serde_json::Value) -> Result<
         .with_headers(headers)
         .with_body(Some(body.into()));
     let req = Request::new_with_init(url, &init).map_err(|e| fail(e.to_string()))?;
-    let mut resp = Fetch::Request(req)
+    let resp = Fetch::Request(req)
         .send()
         .await
         .map_err(|e| fail(format!("unreachable ({e})")))?;
     if resp.status_code() != 200 {
         return Err(fail(format!("HTTP {}", resp.status_code())));
     }
-    let bytes = resp.bytes().await.map_err(|e| fail(e.to_string()))?;
+    let bytes = body::response_bytes(resp)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
     let answer = json::parse(&bytes).map_err(|e| fail(format!("answer is not JSON ({e})")))?;
     if let Some(err) = answer.get("error") {
         let message = err.get("message").and_then(Json::as_str).unwrap_or("?");
