@@ -96,7 +96,10 @@ async function originOf(mf) {
 
 /** One autocannon run; counts answers by status class. */
 async function load(opts) {
-  const r = await autocannon({ connections: CONNECTIONS, timeout: 60, ...opts });
+  // sampleInt: autocannon ends a run of a fixed `amount` only at its next
+  // sample tick, so with the default 1 s tick the duration (and req/s) of a
+  // write run was quantised to whole seconds, ~10 % here.
+  const r = await autocannon({ connections: CONNECTIONS, timeout: 60, sampleInt: 100, ...opts });
   return {
     // Over the run's own duration (autocannon's per-second average is
     // coarse for a fixed number of requests).

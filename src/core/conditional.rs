@@ -40,6 +40,16 @@ pub fn etag_header(etag: &str) -> String {
     format!("\"{etag}\"")
 }
 
+/// The entity tag of an `ETag` header this service wrote ([`etag_header`]):
+/// the text between the quotes. `None` for anything else (a weak or bare
+/// tag is never one of ours).
+pub fn etag_of_header(header: &str) -> Option<&str> {
+    header
+        .strip_prefix('"')?
+        .strip_suffix('"')
+        .filter(|tag| !tag.is_empty() && !tag.contains('"'))
+}
+
 /// Does an `If-None-Match` header value match the current entity?
 ///
 /// Accepts what clients and caches actually send: `*`, comma-separated lists,
@@ -71,6 +81,15 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_etag_header_reads_back_as_its_tag() {
+        assert_eq!(etag_of_header(&etag_header("abc123")), Some("abc123"));
+        // RFC 9110 §8.8.3 forms that are not what we write.
+        for other in ["W/\"abc\"", "abc", "\"\"", "\"a\"b\"", "\"abc", ""] {
+            assert_eq!(etag_of_header(other), None, "{other}");
+        }
+    }
 
     const TAG: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 

@@ -56,8 +56,15 @@ impl SignedRead<'_> {
     /// Whether the request carries a signature at all (an unsigned read is
     /// not an error: it is an anonymous read).
     pub fn is_signed(&self) -> bool {
-        (self.header)("signature-input").is_some() || (self.header)("signature").is_some()
+        carries_signature(self.header)
     }
+}
+
+/// Whether a request with these headers carries a signature at all: what
+/// [`SignedRead::is_signed`] decides, askable before the method and URL are
+/// looked at (an unsigned poll, the common case, needs neither).
+pub fn carries_signature(header: &dyn Fn(&str) -> Option<String>) -> bool {
+    header("signature-input").is_some() || header("signature").is_some()
 }
 
 /// A verified signer.

@@ -17,6 +17,7 @@
 //! [`DRAIN_WAIT`] of waiting for them (a client that stalls). Then the
 //! upload is cancelled and the answer goes out anyway.
 
+use crate::worker::request::Incoming;
 use futures_util::future::select;
 use std::time::Duration;
 use worker::js_sys::{Reflect, Uint8Array};
@@ -43,7 +44,7 @@ pub const DRAIN_MAX: usize = 1 << 20;
 pub const DRAIN_WAIT: Duration = Duration::from_millis(1000);
 
 /// The whole body, or why not: more than `cap` bytes, or unreadable.
-pub async fn read_capped(req: &Request, cap: usize) -> Result<Vec<u8>, BodyError> {
+pub async fn read_capped(req: &Incoming, cap: usize) -> Result<Vec<u8>, BodyError> {
     let stream = req.inner().body();
     let reader: Option<ReadableStreamDefaultReader> =
         stream.map(|s| s.get_reader().unchecked_into());

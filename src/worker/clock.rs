@@ -3,7 +3,8 @@
 //! waiting), but only when the deployment explicitly opts in. (The Worker
 //! hands its "now" to the Durable Objects through `do_wire`.)
 
-use worker::{js_sys, Request};
+use crate::worker::request::Incoming;
+use worker::js_sys;
 
 /// Header a test sends to set "now" (unix milliseconds). Honoured only when the
 /// `SELFCAP_TEST_CLOCK` var is `"1"`, which only the e2e harness sets.
@@ -20,7 +21,7 @@ pub fn system_now_ms() -> u64 {
 }
 
 /// "Now" for a public request.
-pub fn request_now_ms(req: &Request, test_clock: bool) -> u64 {
+pub fn request_now_ms(req: &Incoming, test_clock: bool) -> u64 {
     if test_clock {
         if let Some(ms) = req
             .headers()

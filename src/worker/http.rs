@@ -11,8 +11,9 @@ use crate::core::reason::ReasonCode;
 use crate::core::upgrade::Refusal;
 use crate::core::urls::Method;
 use crate::core::write::Rejection;
+use crate::worker::request::Incoming;
 use serde::Serialize;
-use worker::{Headers, Request, Response, ResponseBuilder};
+use worker::{web_sys, Headers, Response, ResponseBuilder};
 
 /// The content type of every body.
 pub const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
@@ -230,7 +231,7 @@ pub struct CachedRead {
 
 impl CachedRead {
     /// The read a request asks for.
-    pub fn of(req: &Request, head_only: bool) -> CachedRead {
+    pub fn of(req: &Incoming, head_only: bool) -> CachedRead {
         CachedRead {
             if_none_match: req.headers().get("If-None-Match").ok().flatten(),
             head_only,
@@ -270,4 +271,62 @@ impl CachedRead {
         }
         resp
     }
+
+    /// The same answer from `kept`, a public GET's 200 as [`full_answer`]
+    /// built it for the location's copy (`read_cache`): a 304 if fresh, the
+    /// headers alone for HEAD, otherwise `kept` itself, sent untouched. On
+    /// the polling hot path, copying its body through the Worker and
+    /// rebuilding its headers were most of our own CPU.
+    pub fn kept(&self, kept: web_sys::Response, etag: &str) -> Reply {
+        if let Some(not_modified) = self.fresh(etag) {
+            return Reply::Built(not_modified);
+        }
+        if self.head_only {
+            let headers = Headers(kept.headers());
+            return Reply::Built(
+                ResponseBuilder::new()
+                    .with_status(200)
+                    .with_headers(headers)
+                    .empty(),
+            );
+        }
+        Reply::Kept(kept)
+    }
+}
+
+/// What a request is answered with: a response built here, or one the
+/// location's copy kept, which goes out as the runtime gave it (wrapping it
+/// in a `worker::Response` would rebuild it on the way out).
+pub enum Reply {
+    /// Built by this module.
+    Built(Response),
+    /// From the location's copy (`read_cache`).
+    Kept(web_sys::Response),
+}
+
+impl From<Response> for Reply {
+    fn from(resp: Response) -> Self {
+        Reply::Built(resp)
+    }
+}
+
+impl Reply {
+    /// The runtime's response.
+    pub fn into_raw(self) -> web_sys::Response {
+        match self {
+            Reply::Built(resp) => resp.into(),
+            Reply::Kept(raw) => raw,
+        }
+    }
+}
+
+/// A public read's full 200 answer (what an unconditional GET is sent):
+/// the entry kept in the location's copy.
+pub fn full_answer(body: Vec<u8>, etag: &str) -> Response {
+    CachedRead {
+        if_none_match: None,
+        head_only: false,
+        cache_control: READ_CACHE_CONTROL,
+    }
+    .answer(body, etag)
 }

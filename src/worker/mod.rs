@@ -4,7 +4,7 @@
 //! The modules form a tree (checked by `tests/worker_tree.rs`):
 //! `routes -> handlers -> {http, kv, do_wire} -> core`, and the Durable
 //! Objects on `{do_wire, storage, http}`; the leaves (config, clock, body,
-//! lock, log) use nothing above them.
+//! lock, log, request) use nothing above them.
 //!
 //! | concern                                         | module        |
 //! |-------------------------------------------------|---------------|
@@ -19,6 +19,7 @@
 //! | JSON-RPC to the payment chain                   | [`rpc`]       |
 //! | vars and secrets                                | [`config`]    |
 //! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
+//! | the incoming public request                     | [`request`]   |
 
 mod body;
 mod clock;
@@ -31,11 +32,13 @@ mod lock;
 mod log;
 mod objects;
 mod read_cache;
+mod request;
 mod routes;
 mod rpc;
 mod storage;
 
-use worker::{event, Context, Env, Request, Response};
+use request::Incoming;
+use worker::{event, web_sys, Context, Env};
 
 /// Runs once per isolate, when the module is instantiated. Nothing else is
 /// prepared here: the safety scanner's automata are compiled at build time
@@ -49,21 +52,26 @@ fn start() {
 /// Every request ends here with a JSON answer: any error below becomes a 503
 /// with `retry_after_sec`, never a 500 or a stack trace.
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+async fn fetch(
+    req: web_sys::Request,
+    env: Env,
+    _ctx: Context,
+) -> worker::Result<web_sys::Response> {
+    let req = Incoming::from(req);
     let audience = http::Audience::of(routes::method_of(&req));
-    let path = req.path();
     let cfg = config::Config::of(&env);
     let body = req.inner().body();
-    let answer = match routes::route(req, &env, &cfg).await {
+    let answer = match routes::route(&req, &env, &cfg).await {
         Ok(resp) => resp,
         Err(e) => {
+            let path = req.url().map(|u| u.path().to_owned()).unwrap_or_default();
             log::event(
                 "internal_error",
-                &[("path", path.as_str()), ("error", &e.to_string())],
+                &[("path", &path), ("error", &e.to_string())],
             );
-            http::unavailable(audience)
+            http::unavailable(audience).into()
         }
     };
     body::discard_unread(body).await;
-    Ok(answer)
+    Ok(answer.into_raw())
 }

@@ -5,8 +5,10 @@
 //! `capsule.json` for a public capsule is kept in the cache of the location
 //! that served it for the `max-age` clients are told (60 s: the entry is
 //! stored with the answers' own `Cache-Control`), and
-//! polls within that time are answered from it: same body, same `ETag`, same
-//! 304s and `Cache-Control` (they are rebuilt by `CachedRead`), no KV read.
+//! polls within that time are answered from it, no KV read: the entry is
+//! the full answer of an unconditional GET, headers and all, and is sent as
+//! it is (304s and HEAD are derived from it by `CachedRead::kept`), so a hit
+//! answers exactly what a miss did.
 //! An accepted write (PUT, MCP submit) replaces the agent's two entries in
 //! the location that took it with a marker of its seq, so that location
 //! reads KV again at once and keeps nothing older than the write: it sees
@@ -23,17 +25,19 @@
 //! miss). Cloudflare runs the Cache API only on custom domains; on
 //! `*.workers.dev` it does nothing and every read goes to KV, as before.
 
-use super::body;
-use crate::core::conditional::READ_CACHE_CONTROL;
+use crate::core::conditional::{etag_of_header, READ_CACHE_CONTROL};
 use crate::core::crypto::AgentId;
 use crate::core::urls::Doc;
 use crate::worker::clock::TEST_NOW_HEADER;
+use crate::worker::request::Incoming;
 use futures_util::future::join_all;
-use worker::{Cache, Headers, Request, Response};
+use worker::js_sys;
+use worker::wasm_bindgen::JsCast;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::web_sys;
+use worker::worker_sys::ext::CacheStorageExt;
+use worker::{Cache, Headers, Response};
 
-/// The entity tag is kept in this header of the stored response (the hex
-/// cursor, unquoted), so a hit needs no parsing.
-const ETAG_HEADER: &str = "X-Selfcap-Etag";
 /// A marker entry (no answer): a write of this seq was accepted here.
 const WRITTEN_SEQ_HEADER: &str = "X-Selfcap-Written-Seq";
 
@@ -46,7 +50,7 @@ const KEY_ORIGIN: &str = "https://read-cache.self-capsule.internal";
 /// for a request that sets the test clock (tests only): `head.json` depends
 /// on the time (`generated_at`, the write window), so such reads bypass the
 /// cache both ways.
-pub fn key(req: &Request, agent: &AgentId, doc: &Doc<'_>, test_clock: bool) -> Option<String> {
+pub fn key(req: &Incoming, agent: &AgentId, doc: &Doc<'_>, test_clock: bool) -> Option<String> {
     if test_clock && req.headers().has(TEST_NOW_HEADER).unwrap_or(true) {
         return None;
     }
@@ -59,8 +63,8 @@ fn key_of(agent: &AgentId, doc: &Doc<'_>) -> String {
 
 /// What this location holds for a key.
 pub enum Kept {
-    /// A fresh copy: body and entity tag.
-    Answer(Vec<u8>, String),
+    /// A fresh copy: the answer (`http::full_answer`) and its entity tag.
+    Answer(web_sys::Response, String),
     /// A write of this seq was accepted here: only a record at least this
     /// new may be kept (KV can lag it while its mirror is repaired).
     WrittenSeq(u64),
@@ -68,42 +72,43 @@ pub enum Kept {
     Nothing,
 }
 
-/// The kept body and entity tag, if this location has a fresh copy.
+/// The location's cache as the runtime gives it (`worker::Cache` would wrap
+/// a hit in a `worker::Response`, which is rebuilt when it is sent).
+fn location_cache() -> Option<web_sys::Cache> {
+    let global: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
+    Some(global.caches().ok()?.default())
+}
+
+/// What this location holds for `key`: its body is not read here.
 pub async fn lookup(key: &str) -> Kept {
-    let Ok(Some(hit)) = Cache::default().get(key, false).await else {
+    let Some(cache) = location_cache() else {
         return Kept::Nothing;
     };
-    let header = |name: &str| hit.headers().get(name).ok().flatten();
+    let found = match JsFuture::from(cache.match_with_str(key)).await {
+        Ok(found) if found.is_instance_of::<web_sys::Response>() => found,
+        _ => return Kept::Nothing,
+    };
+    let hit: web_sys::Response = found.unchecked_into();
+    let headers = hit.headers();
+    let header = |name: &str| headers.get(name).ok().flatten();
     if let Some(seq) = header(WRITTEN_SEQ_HEADER).and_then(|v| v.parse().ok()) {
         return Kept::WrittenSeq(seq);
     }
-    let Some(etag) = header(ETAG_HEADER) else {
-        return Kept::Nothing;
-    };
-    match body::response_bytes(hit).await {
-        Ok(body) => Kept::Answer(body, etag),
-        Err(_) => Kept::Nothing,
+    let tag = header("ETag").and_then(|v| etag_of_header(&v).map(str::to_owned));
+    match tag {
+        Some(tag) => Kept::Answer(hit, tag),
+        None => Kept::Nothing,
     }
 }
 
-/// Keeps a 200's body, unless `kept` says a newer write was accepted here
-/// than the record it was made from (`seq`). A failure only costs the next
-/// poll a KV read.
-pub async fn store(key: &str, kept: &Kept, seq: u64, body: &[u8], etag: &str) {
+/// Keeps `answer` (`http::full_answer` of the record numbered `seq`),
+/// unless `kept` says a newer write was accepted here. A failure only costs
+/// the next poll a KV read.
+pub async fn store(key: &str, kept: &Kept, seq: u64, answer: Response) {
     if matches!(kept, Kept::WrittenSeq(newer) if seq < *newer) {
         return;
     }
-    let headers = Headers::new();
-    let _ = headers.set(ETAG_HEADER, etag);
-    put(key, headers, body.to_vec()).await;
-}
-
-async fn put(key: &str, headers: Headers, body: Vec<u8>) {
-    let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);
-    let Ok(resp) = Response::from_bytes(body) else {
-        return;
-    };
-    let _ = Cache::default().put(key, resp.with_headers(headers)).await;
+    let _ = Cache::default().put(key, answer).await;
 }
 
 /// After a write this location accepted: its copies of the agent's head and
@@ -115,7 +120,13 @@ pub async fn written(agent: &AgentId, seq: u64) {
     join_all([Doc::Head, Doc::Capsule].map(|doc| async move {
         let headers = Headers::new();
         let _ = headers.set(WRITTEN_SEQ_HEADER, &seq.to_string());
-        put(&key_of(agent, &doc), headers, Vec::new()).await;
+        let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);
+        let Ok(marker) = Response::empty() else {
+            return;
+        };
+        let _ = Cache::default()
+            .put(key_of(agent, &doc), marker.with_headers(headers))
+            .await;
     }))
     .await;
 }

@@ -5,58 +5,63 @@ use super::clock;
 use super::config::Config;
 use super::handlers::reads::ReadAs;
 use super::handlers::{bootstrap, history, keys, mcp, reads, signer, upgrade, watch, write};
-use super::http::{self, Audience, CachedRead};
+use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
 use crate::core::reason::ReasonCode;
 use crate::core::urls::{Action, Doc, Method, Route};
-use worker::{Env, Request, Response};
+use crate::worker::request::Incoming;
+use worker::Env;
 
 /// The request's method as routed, from the raw method text: workers-rs
 /// reads every method it has no variant for (PROPFIND, MKCOL, LOCK, COPY …)
 /// as GET, which would serve documents to WebDAV verbs.
-pub fn method_of(req: &Request) -> Method {
-    Method::parse(&req.inner().method())
+pub fn method_of(req: &Incoming) -> Method {
+    Method::parse(&req.method())
 }
 
 /// Dispatches one public request. Errors bubble up to the caller, which turns
 /// them into a 503.
-pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
+pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Reply> {
     let url = req.url()?;
-    let method = method_of(&req);
+    let method = method_of(req);
     let audience = Audience::of(method);
     Ok(match Route::parse(url.path()).dispatch(method) {
-        Action::NotFound => http::error(ReasonCode::NotFound, audience, None),
-        Action::BadAgentId => http::error(ReasonCode::BadAgentId, audience, None),
-        Action::Preflight { allow, headers } => http::preflight(allow, headers),
-        Action::MethodNotAllowed { allow } => http::method_not_allowed(allow, audience),
-        Action::Bootstrap => bootstrap::handle(&req, &url, cfg).await?,
-        Action::Quote => upgrade::quote(&req, &url, env, cfg).await?,
-        Action::Claim => upgrade::claim(&req, env, cfg).await?,
-        Action::Mcp => mcp::handle(&req, env, cfg).await?,
-        Action::Keys { head_only } => keys::handle(env, CachedRead::of(&req, head_only))?,
-        Action::Write { agent } => write::handle(req, env, cfg, &agent).await?,
-        Action::Watch { agent } => watch::handle(&req, env, cfg, &agent).await?,
+        Action::NotFound => Reply::from(http::error(ReasonCode::NotFound, audience, None)),
+        Action::BadAgentId => Reply::from(http::error(ReasonCode::BadAgentId, audience, None)),
+        Action::Preflight { allow, headers } => Reply::from(http::preflight(allow, headers)),
+        Action::MethodNotAllowed { allow } => {
+            Reply::from(http::method_not_allowed(allow, audience))
+        }
+        Action::Bootstrap => Reply::from(bootstrap::handle(req, &url, cfg).await?),
+        Action::Quote => Reply::from(upgrade::quote(req, &url, env, cfg).await?),
+        Action::Claim => Reply::from(upgrade::claim(req, env, cfg).await?),
+        Action::Mcp => Reply::from(mcp::handle(req, env, cfg).await?),
+        Action::Keys { head_only } => {
+            Reply::from(keys::handle(env, CachedRead::of(req, head_only))?)
+        }
+        Action::Write { agent } => Reply::from(write::handle(req, env, cfg, &agent).await?),
+        Action::Watch { agent } => Reply::from(watch::handle(req, env, cfg, &agent).await?),
         Action::Read {
             doc,
             agent,
             head_only,
         } => {
-            let now_ms = clock::request_now_ms(&req, cfg.test_clock);
+            let now_ms = clock::request_now_ms(req, cfg.test_clock);
             // A signature is checked before anything about the capsule is read.
-            let reader = match signer::of(&req, env, now_ms).await? {
+            let reader = match signer::of(req, env, now_ms).await? {
                 Ok(r) => r,
                 Err(refused) => {
-                    return Ok(http::error(refused.code, audience, Some(&refused.detail)))
+                    return Ok(http::error(refused.code, audience, Some(&refused.detail)).into())
                 }
             };
-            let mut read = CachedRead::of(&req, head_only);
+            let mut read = CachedRead::of(req, head_only);
             if reader.is_some() {
                 // Whatever a signed read gets is for that reader alone.
                 read = read.private();
             }
             match doc {
                 Doc::Head | Doc::Capsule => {
-                    reads::handle(&req, env, cfg, doc, &agent, read, reader.as_ref()).await?
+                    reads::handle(req, &url, env, cfg, doc, &agent, read, reader.as_ref()).await?
                 }
                 _ => {
                     let read_as = ReadAs {
@@ -64,7 +69,9 @@ pub async fn route(req: Request, env: &Env, cfg: &Config) -> worker::Result<Resp
                         scope: access::scope_of(&doc),
                         now_ms,
                     };
-                    history::handle(&url, env, doc, &agent, read, &read_as).await?
+                    history::handle(&url, env, doc, &agent, read, &read_as)
+                        .await?
+                        .into()
                 }
             }
         }

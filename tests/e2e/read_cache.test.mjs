@@ -21,6 +21,8 @@ import {
 } from "./helpers.mjs";
 
 const CACHE = "public, max-age=60, must-revalidate";
+const CACHE_ADDS = ["age", "cf-cache-status", "date"];
+const headerList = (h) => [...h].filter(([name]) => !CACHE_ADDS.includes(name));
 const recordKey = (id) => `self:capsule:${id}`;
 let w;
 
@@ -56,6 +58,13 @@ test("polls within max-age are answered from the location's copy, not from KV", 
     assert.equal(again.headers.get("etag"), `"${hex}"`);
     assert.equal(again.headers.get("cache-control"), CACHE);
     assert.equal(again.headers.get("content-type"), "application/json; charset=utf-8");
+    // The kept answer goes out as it was first sent, every header the same,
+    // plus what any answer from a Cloudflare cache carries: how long it has
+    // been kept (so a client's own max-age counts from the first answer,
+    // never beyond it) and that it was a hit.
+    assert.deepEqual(headerList(again.headers), headerList(head.headers));
+    assert.ok(Number(again.headers.get("age")) <= 60, again.headers.get("age"));
+    assert.equal(again.headers.get("cf-cache-status"), "HIT");
   }
   const capsuleAgain = await w.fetch(capsulePath(agent.agentId));
   assert.equal(capsuleAgain.status, 200);

@@ -6,12 +6,13 @@ use crate::core::reason::ReasonCode;
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
 use crate::worker::http::{self, Audience, NO_STORE};
-use worker::{Request, Response, Url};
+use crate::worker::request::Incoming;
+use worker::{Response, Url};
 
 /// The answer for one public key. URLs are built on the configured public
 /// origin when there is one, else on the request URL's origin (on
 /// Cloudflare that is a hostname routed to this Worker).
-pub async fn handle(req: &Request, url: &Url, cfg: &Config) -> worker::Result<Response> {
+pub async fn handle(req: &Incoming, url: &Url, cfg: &Config) -> worker::Result<Response> {
     let bytes = match body::read_capped(req, MAX_BOOTSTRAP_BODY).await {
         Ok(b) => b,
         Err(BodyError::TooLarge { .. }) => {

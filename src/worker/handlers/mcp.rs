@@ -26,12 +26,13 @@ use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
+use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
 use serde_json::Value;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 /// One message.
-pub async fn handle(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
+pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Response> {
     let outcome = match body::read_capped(req, MAX_MESSAGE_BYTES).await {
         Ok(bytes) => rpc::handle(&bytes, req.headers().get(VERSION_HEADER)?.as_deref()),
         Err(BodyError::TooLarge { observed }) => rpc::too_large(observed),
@@ -68,7 +69,7 @@ pub async fn handle(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Re
 /// Runs one typed call. The remote door's arguments always name the agent
 /// (`Call::parse` requires it there), and offers none of the keyed tools.
 async fn run(
-    req: &Request,
+    req: &Incoming,
     env: &Env,
     cfg: &Config,
     call: Call,
@@ -136,7 +137,7 @@ async fn read(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Resul
 /// head's ETag (matched as `If-None-Match` is, so a quoted ETag header, the
 /// bare hex or the cursor all work).
 async fn subscribe(
-    req: &Request,
+    req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
@@ -193,7 +194,7 @@ async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Res
 /// `self_submit`: the PUT's write path; its accepted body as the result,
 /// its rejection (status and body) as a tool error.
 async fn submit(
-    req: &Request,
+    req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,

@@ -26,11 +26,12 @@ use crate::core::watch;
 use crate::worker::clock;
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, WaitCall, Waited};
-use crate::worker::http::CachedRead;
+use crate::worker::http::{self, CachedRead, Reply};
 use crate::worker::kv::Kv;
 use crate::worker::read_cache;
+use crate::worker::request::Incoming;
 use serde::Deserialize;
-use worker::{Env, Request, Response};
+use worker::{Env, Response, Url};
 
 /// The parts of a stored record a read looks at before parsing it whole:
 /// the cursor (304s) and whether the capsule is private (§12). Serde skips
@@ -154,19 +155,22 @@ pub async fn readable(
     Ok(admit(&raw, agent, read_as).map(|_| ()))
 }
 
-/// head.json or capsule.json (`doc` is one of the two).
+/// head.json or capsule.json (`doc` is one of the two; `url` is `req`'s,
+/// as routed).
+#[allow(clippy::too_many_arguments)]
 pub async fn handle(
-    req: &Request,
+    req: &Incoming,
+    url: &Url,
     env: &Env,
     cfg: &Config,
     doc: Doc<'_>,
     agent: &AgentId,
     read: CachedRead,
     reader: Option<&AgentId>,
-) -> worker::Result<Response> {
+) -> worker::Result<Reply> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let wait = match doc {
-        Doc::Head => match watch::parse_wait(req.url()?.query_pairs()) {
+        Doc::Head => match watch::parse_wait(url.query_pairs()) {
             Ok(w) => w,
             Err(QueryError::Bad(why)) => {
                 let miss = Miss::Refused {
@@ -174,7 +178,7 @@ pub async fn handle(
                     detail: Some(why),
                     history_url: None,
                 };
-                return Ok(miss.response());
+                return Ok(miss.response().into());
             }
             Err(QueryError::CursorNotFound) => None,
         },
@@ -206,11 +210,11 @@ pub async fn handle(
         Some(key) => read_cache::lookup(key).await,
         None => read_cache::Kept::Nothing,
     };
-    if let read_cache::Kept::Answer(body, etag) = kept {
+    if let read_cache::Kept::Answer(answer, etag) = kept {
         if let (Some(w), Some(_)) = (wait, read.fresh(&etag)) {
-            return poll(Some(etag), w, read).answer().await;
+            return Ok(poll(Some(etag), w, read).answer().await?.into());
         }
-        return Ok(read.answer(body, &etag));
+        return Ok(read.kept(answer, &etag));
     }
     let mut held = None;
     let fresh = |etag: &str| {
@@ -220,14 +224,16 @@ pub async fn handle(
     let record = match record(env, agent, &read_as, fresh).await? {
         Ok(Stored::Current(r)) => r,
         Ok(Stored::Held(not_modified)) => match wait {
-            Some(w) => return poll(held, w, read).answer().await,
-            None => return Ok(not_modified),
+            Some(w) => return Ok(poll(held, w, read).answer().await?.into()),
+            None => return Ok(not_modified.into()),
         },
         Err(Miss::Refused {
             code: ReasonCode::CapsuleNotFound,
             ..
-        }) if wait.is_some() => return poll(None, wait.unwrap_or(0), read).answer().await,
-        Err(miss) => return Ok(miss.response()),
+        }) if wait.is_some() => {
+            return Ok(poll(None, wait.unwrap_or(0), read).answer().await?.into())
+        }
+        Err(miss) => return Ok(miss.response().into()),
     };
     let body = match doc {
         Doc::Head => serde_json::to_vec(&record.head(now_ms, &cfg.tiers))?,
@@ -237,9 +243,10 @@ pub async fn handle(
     // Unsigned and not a miss: the capsule is public (§12), so the answer
     // is the same for every reader and may be kept.
     if let Some(key) = &cache_key {
-        read_cache::store(key, &kept, record.seq, &body, record.etag()).await;
+        let answer = http::full_answer(body.clone(), record.etag());
+        read_cache::store(key, &kept, record.seq, answer).await;
     }
-    Ok(read.answer(body, record.etag()))
+    Ok(read.answer(body, record.etag()).into())
 }
 
 /// A long-poll for the agent's object to hold.

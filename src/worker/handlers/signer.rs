@@ -9,7 +9,8 @@ use crate::core::read_auth::{self, Admit, SignedRead};
 use crate::core::reason::ReasonCode;
 use crate::worker::do_wire::NonceCheck;
 use crate::worker::log;
-use worker::{Env, Request};
+use crate::worker::request::Incoming;
+use worker::Env;
 
 /// A refused signature: the reason code and a one-line detail.
 pub struct Refused {
@@ -22,22 +23,22 @@ pub struct Refused {
 /// The verified signer of `req`, `None` for an unsigned request, or why
 /// its signature is refused. `now_ms` is the request's clock.
 pub async fn of(
-    req: &Request,
+    req: &Incoming,
     env: &Env,
     now_ms: u64,
 ) -> worker::Result<Result<Option<AgentId>, Refused>> {
     let headers = req.headers();
     let header = |name: &str| headers.get(name).ok().flatten();
+    if !read_auth::carries_signature(&header) {
+        return Ok(Ok(None));
+    }
     let url = req.url()?.to_string();
-    let method = req.inner().method();
+    let method = req.method();
     let signed = SignedRead {
         method: &method,
         target_uri: &url,
         header: &header,
     };
-    if !signed.is_signed() {
-        return Ok(Ok(None));
-    }
     let now_s = now_ms / 1000;
     let reader = match read_auth::verify(&signed, now_s) {
         Ok(r) => r,

@@ -16,8 +16,9 @@ use crate::worker::config::{self, Config};
 use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
 use crate::worker::http::{self, Audience, NO_STORE};
 use crate::worker::read_cache;
+use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
-use worker::{Env, Request, Response, Url};
+use worker::{Env, Response, Url};
 
 /// Test-only (honoured with `SELFCAP_TEST_CLOCK=1`): force the invoice's tag.
 const TEST_TAG_HEADER: &str = "x-selfcap-test-tag";
@@ -26,7 +27,7 @@ const TEST_TAG_HEADER: &str = "x-selfcap-test-tag";
 pub const QUOTES_PER_IP_24H: u32 = 30;
 
 /// The body, or the answer for one that is too big or unreadable.
-async fn small_body(req: &Request) -> Result<Vec<u8>, Response> {
+async fn small_body(req: &Incoming) -> Result<Vec<u8>, Response> {
     match body::read_capped(req, MAX_UPGRADE_BODY).await {
         Ok(b) => Ok(b),
         Err(BodyError::TooLarge { .. }) => Err(http::error(
@@ -59,7 +60,7 @@ fn not_configured(problems: &[String]) -> Response {
 }
 
 /// One quote.
-pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker::Result<Response> {
+pub async fn quote(req: &Incoming, url: &Url, env: &Env, cfg: &Config) -> worker::Result<Response> {
     let up = match config::upgrade(env) {
         Ok(up) => up,
         Err(problems) => return Ok(not_configured(&problems)),
@@ -105,7 +106,7 @@ pub async fn quote(req: &Request, url: &Url, env: &Env, cfg: &Config) -> worker:
 }
 
 /// One claim.
-pub async fn claim(req: &Request, env: &Env, cfg: &Config) -> worker::Result<Response> {
+pub async fn claim(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Response> {
     if let Err(problems) = &config::upgrade(env) {
         return Ok(not_configured(problems));
     }

@@ -12,11 +12,12 @@ use crate::worker::config::Config;
 use crate::worker::do_wire::{self, WatchCall};
 use crate::worker::handlers::signer;
 use crate::worker::http::{self, Audience};
-use worker::{Env, Request, Response};
+use crate::worker::request::Incoming;
+use worker::{Env, Response};
 
 /// One watch request.
 pub async fn handle(
-    req: &Request,
+    req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,

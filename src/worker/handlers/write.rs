@@ -16,8 +16,9 @@ use crate::worker::config::Config;
 use crate::worker::do_wire::{self, Relayed, WriteCall};
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::read_cache;
+use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 /// Test-only (honoured with `SELFCAP_TEST_CLOCK=1`): fail this write's first
 /// KV mirror attempt so the alarm retry path can be observed.
@@ -41,7 +42,7 @@ struct AcceptedSeq {
 /// `req` supplies the client address (the new-agent quota bucket) and the
 /// test hooks, exactly as for a PUT.
 pub async fn write(
-    req: &Request,
+    req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
@@ -94,13 +95,13 @@ pub async fn write(
 
 /// One PUT.
 pub async fn handle(
-    req: Request,
+    req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
 ) -> worker::Result<Response> {
-    let body = body::read_capped(&req, MAX_BODY_BYTES).await;
-    match write(&req, env, cfg, agent, body).await? {
+    let body = body::read_capped(req, MAX_BODY_BYTES).await;
+    match write(req, env, cfg, agent, body).await? {
         Written::Refused(rej) => http::rejection(&rej),
         Written::Decided(relayed) => {
             let out = http::respond(relayed.status, Some(relayed.body), NO_STORE);
