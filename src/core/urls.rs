@@ -384,5 +384,48 @@ pub fn templates() -> Vec<(String, &'static str)> {
     out
 }
 
+/// The path and query of an absolute URL as the runtime serialises it
+/// (WHATWG: `scheme://authority/path?query#fragment`, with every `?` and `#`
+/// inside the path percent-encoded and a special scheme's path never empty),
+/// without parsing it again: the path (`/` if there is none, as a parser
+/// would give), and the query if there is one (without its `?`).
+pub fn split_href(href: &str) -> (&str, Option<&str>) {
+    let after_scheme = href.find("://").map_or(0, |i| i + 3);
+    let rest = &href[after_scheme..];
+    // The authority ends at the first of these.
+    let rest = rest.find(['/', '?', '#']).map_or("", |i| &rest[i..]);
+    let rest = rest.split_once('#').map_or(rest, |(before, _)| before);
+    let (path, query) = match rest.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (rest, None),
+    };
+    (if path.is_empty() { "/" } else { path }, query)
+}
+
 #[cfg(test)]
 mod tests;
+
+#[test]
+fn an_href_splits_into_path_and_query() {
+    let cases = [
+        (
+            "https://h.example/self/ab/head.json",
+            "/self/ab/head.json",
+            None,
+        ),
+        (
+            "http://127.0.0.1:8787/self/ab/head.json?wait=30",
+            "/self/ab/head.json",
+            Some("wait=30"),
+        ),
+        ("https://h.example/a?b=1#frag?x", "/a", Some("b=1")),
+        ("https://h.example/a#f", "/a", None),
+        ("https://h.example", "/", None),
+        ("https://h.example?x=1", "/", Some("x=1")),
+        ("https://h.example/a%3Fb/c?", "/a%3Fb/c", Some("")),
+        ("https://user:pw@h.example:1/p/q", "/p/q", None),
+    ];
+    for (href, path, query) in cases {
+        assert_eq!(split_href(href), (path, query), "{href}");
+    }
+}

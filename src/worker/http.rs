@@ -13,6 +13,7 @@ use crate::core::urls::Method;
 use crate::core::write::Rejection;
 use crate::worker::request::Incoming;
 use serde::Serialize;
+use std::cell::RefCell;
 use worker::{web_sys, Headers, Response, ResponseBuilder};
 
 /// The content type of every body.
@@ -21,14 +22,8 @@ pub const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
 pub const UNAVAILABLE_RETRY_AFTER_SEC: u64 = 5;
 
 /// Builds a response with the headers every answer carries.
-pub fn respond(status: u16, body: Option<Vec<u8>>, cache_control: &str) -> Response {
-    let headers = Headers::new();
-    if body.is_some() {
-        set(&headers, "Content-Type", JSON_CONTENT_TYPE);
-    }
-    set(&headers, "Cache-Control", cache_control);
-    set(&headers, "X-Content-Type-Options", "nosniff");
-    add_cors(&headers);
+pub fn respond(status: u16, body: Option<Vec<u8>>, cache_control: &'static str) -> Response {
+    let headers = base_headers(cache_control, body.is_some());
     let builder = ResponseBuilder::new()
         .with_status(status)
         .with_headers(headers);
@@ -40,7 +35,11 @@ pub fn respond(status: u16, body: Option<Vec<u8>>, cache_control: &str) -> Respo
 
 /// A JSON body from any serialisable value. Serialising our own plain structs
 /// cannot fail in practice; if it ever did, the caller turns the error into a 503.
-pub fn json<T: Serialize>(status: u16, value: &T, cache_control: &str) -> worker::Result<Response> {
+pub fn json<T: Serialize>(
+    status: u16,
+    value: &T,
+    cache_control: &'static str,
+) -> worker::Result<Response> {
     Ok(respond(
         status,
         Some(serde_json::to_vec(value)?),
@@ -201,6 +200,37 @@ pub fn preflight(allow: &str, headers: &str) -> Response {
     set(h, "Access-Control-Allow-Headers", headers);
     set(h, "Access-Control-Max-Age", "86400");
     resp
+}
+
+thread_local! {
+    /// [`base_headers`]' templates, by `Cache-Control` and body.
+    static BASE_HEADERS: RefCell<Vec<(&'static str, bool, Headers)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A fresh copy of the headers every answer carries, for this
+/// `Cache-Control` and with or without a body. Each template is built once
+/// per isolate and copied in one call: setting five headers one by one is a
+/// crossing into JS each, a visible share of a 304's CPU.
+fn base_headers(cache_control: &'static str, with_body: bool) -> Headers {
+    BASE_HEADERS.with(|bases| {
+        let mut bases = bases.borrow_mut();
+        if let Some((_, _, h)) = bases
+            .iter()
+            .find(|(cc, body, _)| *cc == cache_control && *body == with_body)
+        {
+            return h.clone();
+        }
+        let h = Headers::new();
+        if with_body {
+            set(&h, "Content-Type", JSON_CONTENT_TYPE);
+        }
+        set(&h, "Cache-Control", cache_control);
+        set(&h, "X-Content-Type-Options", "nosniff");
+        add_cors(&h);
+        let copy = h.clone();
+        bases.push((cache_control, with_body, h));
+        copy
+    })
 }
 
 /// Everything is public (reads are public, writes are signed), so any origin

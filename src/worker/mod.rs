@@ -64,10 +64,9 @@ async fn fetch(
     let answer = match routes::route(&req, &env, &cfg).await {
         Ok(resp) => resp,
         Err(e) => {
-            let path = req.url().map(|u| u.path().to_owned()).unwrap_or_default();
             log::event(
                 "internal_error",
-                &[("path", &path), ("error", &e.to_string())],
+                &[("path", req.path()), ("error", &e.to_string())],
             );
             http::unavailable(audience).into()
         }

@@ -8,6 +8,8 @@
 //! request as it is. The Durable Objects still take `worker::Request`
 //! (their trait's signature); their requests come from `do_wire`.
 
+use crate::core::urls::split_href;
+use worker::url::form_urlencoded;
 use worker::web_sys;
 use worker::{Headers, Url};
 
@@ -15,12 +17,15 @@ use worker::{Headers, Url};
 pub struct Incoming {
     raw: web_sys::Request,
     headers: Headers,
+    /// The URL as the runtime serialised it.
+    href: String,
 }
 
 impl From<web_sys::Request> for Incoming {
     fn from(raw: web_sys::Request) -> Self {
         let headers = Headers(raw.headers());
-        Self { raw, headers }
+        let href = raw.url();
+        Self { raw, headers, href }
     }
 }
 
@@ -30,9 +35,21 @@ impl Incoming {
         &self.headers
     }
 
-    /// The full URL, parsed.
+    /// The path, percent-encoded as sent (what routing matches). Read off
+    /// the runtime's URL without parsing it again: a poll needs nothing else.
+    pub fn path(&self) -> &str {
+        split_href(&self.href).0
+    }
+
+    /// The query's `name=value` pairs, decoded.
+    pub fn query_pairs(&self) -> form_urlencoded::Parse<'_> {
+        let query = split_href(&self.href).1.unwrap_or("");
+        form_urlencoded::parse(query.as_bytes())
+    }
+
+    /// The full URL, parsed (for the routes that need more than the path).
     pub fn url(&self) -> worker::Result<Url> {
-        Ok(Url::parse(&self.raw.url())?)
+        Ok(Url::parse(&self.href)?)
     }
 
     /// The method as sent (`core::urls::Method::parse` decides what it is).

@@ -22,18 +22,17 @@ pub fn method_of(req: &Incoming) -> Method {
 /// Dispatches one public request. Errors bubble up to the caller, which turns
 /// them into a 503.
 pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Reply> {
-    let url = req.url()?;
     let method = method_of(req);
     let audience = Audience::of(method);
-    Ok(match Route::parse(url.path()).dispatch(method) {
+    Ok(match Route::parse(req.path()).dispatch(method) {
         Action::NotFound => Reply::from(http::error(ReasonCode::NotFound, audience, None)),
         Action::BadAgentId => Reply::from(http::error(ReasonCode::BadAgentId, audience, None)),
         Action::Preflight { allow, headers } => Reply::from(http::preflight(allow, headers)),
         Action::MethodNotAllowed { allow } => {
             Reply::from(http::method_not_allowed(allow, audience))
         }
-        Action::Bootstrap => Reply::from(bootstrap::handle(req, &url, cfg).await?),
-        Action::Quote => Reply::from(upgrade::quote(req, &url, env, cfg).await?),
+        Action::Bootstrap => Reply::from(bootstrap::handle(req, &req.url()?, cfg).await?),
+        Action::Quote => Reply::from(upgrade::quote(req, &req.url()?, env, cfg).await?),
         Action::Claim => Reply::from(upgrade::claim(req, env, cfg).await?),
         Action::Mcp => Reply::from(mcp::handle(req, env, cfg).await?),
         Action::Keys { head_only } => {
@@ -61,7 +60,7 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Re
             }
             match doc {
                 Doc::Head | Doc::Capsule => {
-                    reads::handle(req, &url, env, cfg, doc, &agent, read, reader.as_ref()).await?
+                    reads::handle(req, env, cfg, doc, &agent, read, reader.as_ref()).await?
                 }
                 _ => {
                     let read_as = ReadAs {
@@ -69,7 +68,7 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Re
                         scope: access::scope_of(&doc),
                         now_ms,
                     };
-                    history::handle(&url, env, doc, &agent, read, &read_as)
+                    history::handle(&req.url()?, env, doc, &agent, read, &read_as)
                         .await?
                         .into()
                 }

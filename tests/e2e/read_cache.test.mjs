@@ -85,6 +85,33 @@ test("polls within max-age are answered from the location's copy, not from KV", 
   assert.equal(stale.text, head.text);
 });
 
+test("conditional polls make the copy too: a poller that only ever sends If-None-Match is answered from it", async () => {
+  // What an agent does after its first boot: it knows its cursor (from its
+  // own write) and only ever asks whether it moved. The location has no copy
+  // yet (or it expired): the first conditional poll reads KV, answers 304,
+  // and keeps the full answer, so the following polls read no KV at all.
+  const agent = newAgent();
+  const capsule = exampleCapsule(agent.agentId);
+  assert.equal((await publish(w, agent, 1, capsule)).status, 200);
+  const hex = cursorOf(capsule).slice("sha256:".length);
+  const conditional = { headers: { "if-none-match": `"${hex}"` } };
+  for (const path of [headPath(agent.agentId), capsulePath(agent.agentId)]) {
+    const first = await w.fetch(path, conditional);
+    assert.equal(first.status, 304, first.text);
+  }
+  await w.kv.put(recordKey(agent.agentId), "{not a record");
+  for (const path of [headPath(agent.agentId), capsulePath(agent.agentId)]) {
+    const again = await w.fetch(path, conditional);
+    assert.equal(again.status, 304, `${path}: ${again.status} ${again.text}`);
+    assert.equal(again.headers.get("etag"), `"${hex}"`);
+    // The kept answer is the whole document, not just its tag.
+    const full = await w.fetch(path);
+    assert.equal(full.status, 200, full.text);
+    assert.equal(full.headers.get("etag"), `"${hex}"`);
+  }
+  assert.equal((await w.fetch(capsulePath(agent.agentId))).text, jcs(capsule));
+});
+
 test("signed reads never come from the copy: they read KV", async () => {
   const { agent } = await polledAgent();
   await w.kv.put(recordKey(agent.agentId), "{not a record");

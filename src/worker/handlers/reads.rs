@@ -31,7 +31,7 @@ use crate::worker::kv::Kv;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use serde::Deserialize;
-use worker::{Env, Response, Url};
+use worker::{Env, Response};
 
 /// The parts of a stored record a read looks at before parsing it whole:
 /// the cursor (304s) and whether the capsule is private (§12). Serde skips
@@ -155,12 +155,9 @@ pub async fn readable(
     Ok(admit(&raw, agent, read_as).map(|_| ()))
 }
 
-/// head.json or capsule.json (`doc` is one of the two; `url` is `req`'s,
-/// as routed).
-#[allow(clippy::too_many_arguments)]
+/// head.json or capsule.json (`doc` is one of the two).
 pub async fn handle(
     req: &Incoming,
-    url: &Url,
     env: &Env,
     cfg: &Config,
     doc: Doc<'_>,
@@ -170,7 +167,7 @@ pub async fn handle(
 ) -> worker::Result<Reply> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let wait = match doc {
-        Doc::Head => match watch::parse_wait(url.query_pairs()) {
+        Doc::Head => match watch::parse_wait(req.query_pairs()) {
             Ok(w) => w,
             Err(QueryError::Bad(why)) => {
                 let miss = Miss::Refused {
@@ -216,10 +213,18 @@ pub async fn handle(
         }
         return Ok(read.kept(answer, &etag));
     }
+    // A read this location may keep is read whole even when the client
+    // already holds it: conditional polls, the usual kind, must make the
+    // copy too, or once it expired every poll would read KV again.
+    let keep = cache_key.is_some();
     let mut held = None;
     let fresh = |etag: &str| {
         held = Some(etag.to_owned());
-        read.fresh(etag)
+        if keep {
+            None
+        } else {
+            read.fresh(etag)
+        }
     };
     let record = match record(env, agent, &read_as, fresh).await? {
         Ok(Stored::Current(r)) => r,
@@ -245,6 +250,10 @@ pub async fn handle(
     if let Some(key) = &cache_key {
         let answer = http::full_answer(body.clone(), record.etag());
         read_cache::store(key, &kept, record.seq, answer).await;
+    }
+    if let (Some(w), Some(_)) = (wait, read.fresh(record.etag())) {
+        let held = Some(record.etag().to_owned());
+        return Ok(poll(held, w, read).answer().await?.into());
     }
     Ok(read.answer(body, record.etag()).into())
 }
