@@ -10,14 +10,20 @@
 //! their prefixes one linear scan, and they do not multiply the sets'
 //! automata. Structural rules (`Matcher::Detect`) are plain functions.
 //!
-//! Every automaton comes compiled from `super::automata` (built at build
-//! time, rebuilt from its states on first use): nothing here compiles a
-//! regex, and nothing is touched until the first string is scanned.
+//! Every regex automaton comes compiled from `super::automata` (built at
+//! build time, rebuilt from its states on first use): nothing here compiles
+//! a regex, and nothing is touched until the first string is scanned. The
+//! keyword pass is plain literals, so it is an Aho-Corasick automaton built
+//! from them on first use (~3.6 KB of keywords, tens of microseconds): a
+//! lazy DFA over the same literals, searched for every overlapping match,
+//! built most of a fresh isolate's first-scan states (over half of its first
+//! write check's instructions), and full DFAs of them are megabytes.
 
-use super::automata::{self, Automaton, Kind, Source};
+use super::automata::{Automaton, Kind, Source};
 use super::credential::looks_like_credential;
 use super::normalize::Views;
 use super::rules::{self, Check, Matcher, Rule, View};
+use aho_corasick::AhoCorasick;
 use std::sync::OnceLock;
 
 const VIEWS: [View; 3] = [View::Raw, View::Lower, View::Squeezed];
@@ -105,28 +111,41 @@ struct Keywords {
 }
 
 struct KeywordSet {
-    automaton: Automaton,
+    automaton: AhoCorasick,
     /// Keyword index -> index in `Keywords::rules`.
     owner: Vec<usize>,
 }
 
 impl KeywordSet {
+    /// `words` matched as bytes, ASCII letters in any case when
+    /// `any_case` (what `(?i)` means with Unicode off, as the rules are
+    /// written); `owner[i]` is the rule of `words[i]`.
+    fn new(words: &[&'static str], owner: Vec<usize>, any_case: bool) -> KeywordSet {
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(any_case)
+            .build(words)
+            .expect("keyword automaton from a few KB of literals");
+        KeywordSet { automaton, owner }
+    }
+
     /// Marks the rules whose keywords occur in `hay`.
     fn mark(&self, hay: &[u8], candidates: &mut [bool]) {
-        for keyword in self.automaton.which(hay).iter() {
-            if let Some(&i) = self.owner.get(keyword.as_usize()) {
+        // Overlapping: every keyword occurrence, so "…secret=" wakes the
+        // rules of both "secret" and "secret=".
+        for found in self.automaton.find_overlapping_iter(hay) {
+            if let Some(&i) = self.owner.get(found.pattern().as_usize()) {
                 candidates[i] = true;
             }
         }
     }
 }
 
-/// The keyword-gated rules, and their keywords split by case sensitivity
-/// (as patterns: escaped literals, any-case ones under `(?i)`).
+/// The keyword-gated rules, and their keywords split by case sensitivity:
+/// `(keywords, index of each keyword's rule in rules)`.
 struct KeywordPlan {
     rules: Vec<&'static Rule>,
-    exact: (Vec<String>, Vec<usize>),
-    any_case: (Vec<String>, Vec<usize>),
+    exact: (Vec<&'static str>, Vec<usize>),
+    any_case: (Vec<&'static str>, Vec<usize>),
 }
 
 fn keyword_plan() -> KeywordPlan {
@@ -153,12 +172,7 @@ fn keyword_plan() -> KeywordPlan {
                 } else {
                     &mut plan.any_case
                 };
-                let literal = automata::escape(w);
-                words.push(if case_sensitive {
-                    literal
-                } else {
-                    format!("(?i){literal}")
-                });
+                words.push(*w);
                 owners.push(plan.rules.len());
             }
             plan.rules.push(rule);
@@ -171,13 +185,9 @@ fn keywords() -> &'static Keywords {
     static KEYWORDS: OnceLock<Keywords> = OnceLock::new();
     KEYWORDS.get_or_init(|| {
         let plan = keyword_plan();
-        let set = |(words, owner): (Vec<String>, Vec<usize>)| KeywordSet {
-            automaton: Automaton::load(&Source::new(Kind::Which, words)),
-            owner,
-        };
         Keywords {
-            exact: set(plan.exact),
-            any_case: set(plan.any_case),
+            exact: KeywordSet::new(&plan.exact.0, plan.exact.1, false),
+            any_case: KeywordSet::new(&plan.any_case.0, plan.any_case.1, true),
             rules: plan
                 .rules
                 .into_iter()
@@ -213,10 +223,7 @@ pub(super) fn sources() -> Vec<Source> {
                 .map(|r| one(Kind::Captures, regex_of(r))),
         );
     }
-    let plan = keyword_plan();
-    all.push(Source::new(Kind::Which, plan.exact.0));
-    all.push(Source::new(Kind::Which, plan.any_case.0));
-    all.extend(plan.rules.iter().map(|r| keyed_source(r)));
+    all.extend(keyword_plan().rules.iter().map(|r| keyed_source(r)));
     all.extend(rules::automata_sources());
     all
 }
@@ -309,6 +316,7 @@ pub(super) fn warm_up() {
 #[cfg(test)]
 mod same_as_the_regex_crate {
     use super::*;
+    use crate::core::safety::automata;
     use regex::bytes::{Regex, RegexBuilder, RegexSetBuilder};
 
     fn texts() -> Vec<String> {
@@ -331,6 +339,16 @@ mod same_as_the_regex_crate {
 
     fn which(automaton: &Automaton, hay: &[u8]) -> Vec<usize> {
         automaton.which(hay).iter().map(|p| p.as_usize()).collect()
+    }
+
+    fn keywords_found(automaton: &AhoCorasick, hay: &[u8]) -> Vec<usize> {
+        let mut found: Vec<usize> = automaton
+            .find_overlapping_iter(hay)
+            .map(|m| m.pattern().as_usize())
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
     }
 
     fn regex(p: &str) -> Regex {
@@ -356,14 +374,20 @@ mod same_as_the_regex_crate {
             .map(|k| (k, regex(regex_of(k.rule))))
             .collect();
         let plan = keyword_plan();
-        let exact = RegexSetBuilder::new(&plan.exact.0)
-            .unicode(false)
-            .build()
-            .unwrap();
-        let any = RegexSetBuilder::new(&plan.any_case.0)
-            .unicode(false)
-            .build()
-            .unwrap();
+        // The keyword sets as the regex sets they were before (escaped
+        // literals, the any-case ones under `(?i)`).
+        let keyword_set = |words: &[&str], flags: &str| {
+            let patterns: Vec<String> = words
+                .iter()
+                .map(|w| format!("{flags}{}", automata::escape(w)))
+                .collect();
+            RegexSetBuilder::new(&patterns)
+                .unicode(false)
+                .build()
+                .unwrap()
+        };
+        let exact = keyword_set(&plan.exact.0, "");
+        let any = keyword_set(&plan.any_case.0, "(?i)");
         let labels = regex(&crate::core::safety::rules::hex_key_label_pattern());
         let label_sets: Vec<aho_corasick::AhoCorasick> = rules::LABELS
             .iter()
@@ -404,7 +428,7 @@ mod same_as_the_regex_crate {
             for (want, got) in [(&exact, &kw.exact), (&any, &kw.any_case)] {
                 assert_eq!(
                     want.matches(raw).iter().collect::<Vec<_>>(),
-                    which(&got.automaton, raw),
+                    keywords_found(&got.automaton, raw),
                     "keywords on {text:?}"
                 );
             }

@@ -1,8 +1,7 @@
 //! The scanner's automata, compiled at build time.
 //!
-//! Every regex the scanner runs (the per-view rule sets, the keyword
-//! prefilters, each keyword-gated rule, the credential and wallet-key
-//! labels) is compiled
+//! Every regex the scanner runs (the per-view rule sets, each
+//! keyword-gated rule, the credential and wallet-key labels) is compiled
 //! natively from the rule table into a Thompson NFA, encoded by `codec`, and
 //! kept in `rules.bin`, which the binary embeds. At run time an automaton is
 //! only rebuilt from its states (no regex parsing or compilation), the first
@@ -14,7 +13,8 @@
 //!
 //! Why not serialised DFAs: full DFAs of this rule table are tens of MB
 //! (counted repetitions in unanchored searches multiply states; the keyword
-//! sets alone are 10 MB), far over a Worker's size.
+//! sets alone were 10 MB, and are now an Aho-Corasick automaton built from
+//! their literals on first use, in `engine`), far over a Worker's size.
 //!
 //! `generate`'s tests rebuild `rules.bin` from the rule table and fail when
 //! it differs (regenerate with `SELFCAP_REGEN_SCANNER=1 cargo test --lib
