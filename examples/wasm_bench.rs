@@ -9,6 +9,7 @@
 #[path = "../benches/fixtures.rs"]
 mod fixtures;
 
+use self_capsule::core::history::{Keyring, ServiceKey};
 use self_capsule::core::jcs;
 use self_capsule::core::json;
 use self_capsule::core::limits::TierTable;
@@ -87,6 +88,48 @@ fn main() {
             )
             .is_ok()
         });
+    }
+    // An accepted write as the agent's object runs it: the check (signature
+    // prechecked by the Worker), then sealing it into a chain with a retained
+    // version before it and the verify report updated.
+    {
+        let service = ServiceKey::from_seed(&[7; 32]);
+        let ring = Keyring::new(Some(&service.public_key()), &[]);
+        let key = fixtures::key();
+        let first = fixtures::put_body(&fixtures::example_capsule());
+        let mut before = AgentState::default();
+        let c = check(
+            &before,
+            &first,
+            &agent,
+            fixtures::NOW_MS,
+            &tiers,
+            Signature::Verify,
+        )
+        .expect("first write");
+        let index = before
+            .commit_sealed(c, fixtures::NOW_MS, &tiers, &service, &ring, None)
+            .expect("genesis")
+            .history;
+        let mut second = fixtures::maximal_capsule();
+        if let json::Json::Object(entries) = &mut second {
+            entries.retain(|(k, _)| k != "self_motto");
+        }
+        let body = jcs::canonicalize(&key.sign_envelope(2, &second)).into_bytes();
+        let now = fixtures::NOW_MS + 3_600_000;
+        time_vs(
+            "accept/check_and_seal_maximal_4kb",
+            iters,
+            Some(floor),
+            || {
+                let mut state = before.clone();
+                let c = check(&state, &body, &agent, now, &tiers, Signature::Prechecked)
+                    .expect("second write");
+                state
+                    .commit_sealed(c, now, &tiers, &service, &ring, Some(index.clone()))
+                    .is_ok()
+            },
+        );
     }
     time("read/parse_and_cursor_maximal_4kb", iters * 10, || {
         json::parse_str(black_box(&canonical))

@@ -7,7 +7,7 @@ mod support;
 use self_capsule::core::crypto::AgentKey;
 use self_capsule::core::history::export::ExportBundle;
 use self_capsule::core::history::{
-    verify_export, Entry, HistoryIndex, Keyring, KeysDoc, Query, ServiceKey,
+    verify_chain, verify_export, Entry, HistoryIndex, Keyring, KeysDoc, Query, ServiceKey,
 };
 use self_capsule::core::jcs;
 use self_capsule::core::json::parse_str;
@@ -136,4 +136,21 @@ fn the_vector_bundles_match_the_export_schema() {
         n += 1;
     }
     assert!(n >= 15);
+}
+
+/// The object's report after writes through the real pipeline (which hands
+/// `append` the write check's results instead of scanning and verifying
+/// again) measures what an offline verifier of the same entries measures.
+#[test]
+fn the_report_of_checked_writes_is_the_offline_verifiers() {
+    let (entries, index, ring) = chain();
+    let kept = &entries[index.head.first_sequence as usize..];
+    let offline = verify_chain(&index.agent_id, &index.head, kept, &ring, None);
+    assert!(offline.valid, "{offline:?}");
+    assert_eq!(
+        serde_json::to_value(&index.report.checks).unwrap(),
+        serde_json::to_value(&offline.checks).unwrap()
+    );
+    assert_eq!(index.report.level, offline.level);
+    assert_eq!(index.report.valid, offline.valid);
 }

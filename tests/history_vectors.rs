@@ -81,6 +81,7 @@ fn chain(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> Chain {
                 public_key: &a.public_key().to_hex(),
                 signature: &sig,
                 accepted_at_ms: T0 + i * 60_000,
+                checked: None,
             },
             &key,
             &ring,

@@ -10,7 +10,9 @@
 //! unauthenticated request learns nothing about the agent.
 
 use crate::core::crypto::{is_lower_hex, write_digest, AgentId, PublicKey, SIGNATURE_ALG};
-use crate::core::history::{self, ChainHead, Entry, HistoryIndex, Keyring, NewVersion, ServiceKey};
+use crate::core::history::{
+    self, ChainHead, Entry, HistoryIndex, Keyring, NewVersion, ServiceKey, WriteChecked,
+};
 use crate::core::jcs;
 use crate::core::json::{self, Json, JsonError};
 use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
@@ -100,6 +102,9 @@ pub struct Candidate {
     /// Size of the PUT body in bytes (for the decision log).
     pub body_bytes: usize,
     is_new_agent: bool,
+    /// What this check established, for the history report (so the object
+    /// does not scan and verify the same bytes again when it appends).
+    checked: WriteChecked,
 }
 
 impl Candidate {
@@ -378,10 +383,12 @@ pub fn check(
         .wait_until(now_ms, reset)
         .authenticated(&signed));
     }
+    let cursor = jcs::cursor_of_canonical(canonical.as_bytes());
     Ok(Candidate {
+        checked: WriteChecked::new(&cursor, signed.seq, &signed.signature),
         agent_id: path_agent.clone(),
         seq: signed.seq,
-        cursor: jcs::cursor_of_canonical(canonical.as_bytes()),
+        cursor,
         canonical,
         capsule: signed.capsule,
         public_key: signed.public_key,
@@ -595,6 +602,7 @@ impl AgentState {
         }
         let public_key = c.public_key.to_hex();
         let signature = c.signature.clone();
+        let checked = c.checked.clone();
         let (record, body) = self.commit(c, now_ms, tiers);
         let p = self.published.as_ref().expect("just published");
         let appended = history::append(
@@ -608,6 +616,7 @@ impl AgentState {
                 public_key: &public_key,
                 signature: &signature,
                 accepted_at_ms: now_ms,
+                checked: Some(&checked),
             },
             key,
             keyring,

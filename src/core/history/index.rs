@@ -6,7 +6,7 @@
 //! and the verify report); the entries themselves are stored one per key, so
 //! a read touches only the entries it returns.
 
-use super::verify::{Checks, Prev, Report, Verifier};
+use super::verify::{Checks, Prev, Report, Verifier, WriteChecked};
 use super::{ChainHead, Entry, EntryFields, Hashed, HeadFields, Keyring, Seal, ServiceKey};
 use crate::core::jcs::normalize_cursor;
 use crate::core::json::Json;
@@ -78,6 +78,9 @@ pub struct NewVersion<'a> {
     pub signature: &'a str,
     /// When the service accepted the write (ms since the epoch).
     pub accepted_at_ms: u64,
+    /// What the write check already established about this version
+    /// (`None`: the report measures everything itself).
+    pub checked: Option<&'a WriteChecked>,
 }
 
 /// The result of [`append`].
@@ -93,7 +96,9 @@ pub struct Appended {
 
 /// Appends one sealed entry after `prev` (None: genesis), prunes to
 /// `retained` entries (at least 1) and verifies the new entry against the
-/// chain head with the same checks an offline verifier runs. Pruning keeps
+/// chain head with the same checks an offline verifier runs (the schema,
+/// safety and agent-signature results taken from `v.checked` when it
+/// covers this version: the write check ran them on the same bytes). Pruning keeps
 /// the first retained entry's `previous_hash` in the sealed head, so the
 /// window still verifies.
 pub fn append(
@@ -185,7 +190,7 @@ pub fn append(
             previous_hash: None,
         },
     };
-    ver.entry(&entry, canonical.as_bytes(), link);
+    ver.entry_checked(&entry, canonical.as_bytes(), link, v.checked);
     for c in super::CheckName::ALL {
         ver.checks.get_mut(c).checked = items.len() as u64;
     }

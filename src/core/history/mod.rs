@@ -39,7 +39,7 @@ use std::ops::{Deref, DerefMut};
 pub use export::{verify_export, verify_export_with, ExportBundle, VerifyOptions};
 pub use index::{append, HistoryIndex, IndexItem, NewVersion, Query, QueryError, Selection};
 pub use timeline::{timeline, Flag, Timeline, TimelineEntry};
-pub use verify::{verify_chain, Check, CheckName, Checks, Failure, Level, Report};
+pub use verify::{verify_chain, Check, CheckName, Checks, Failure, Level, Report, WriteChecked};
 
 /// The hash of entries and heads.
 pub const HASH_ALG: &str = "sha3-256";
