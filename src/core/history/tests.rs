@@ -31,6 +31,17 @@ fn build(n: u64, retained: u32) -> (Vec<Entry>, HistoryIndex) {
 }
 
 fn build_with(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> (Vec<Entry>, HistoryIndex) {
+    build_checked(n, retained, false, motto)
+}
+
+/// `build_with`, each version appended with the `WriteChecked` a passing
+/// write check makes of it when `vouch`.
+fn build_checked(
+    n: u64,
+    retained: u32,
+    vouch: bool,
+    motto: impl Fn(u64) -> String,
+) -> (Vec<Entry>, HistoryIndex) {
     let a = agent();
     let (key, ring) = (service(), ring());
     let mut index: Option<HistoryIndex> = None;
@@ -40,6 +51,7 @@ fn build_with(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> (Vec<Entr
         let c = capsule(&a, &motto(i));
         let cursor = crate::core::jcs::cursor(&c);
         let sig = hex::encode(a.sign(&write_digest(&a.agent_id(), i, &c)));
+        let checked = WriteChecked::new(&cursor, i, &sig);
         let out = append(
             index.take(),
             NewVersion {
@@ -51,7 +63,7 @@ fn build_with(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> (Vec<Entr
                 public_key: &a.public_key().to_hex(),
                 signature: &sig,
                 accepted_at_ms: T0 + i * 60_000,
-                checked: None,
+                checked: vouch.then_some(&checked),
             },
             &key,
             &ring,
@@ -705,48 +717,13 @@ fn timeline_puts_head_problems_at_no_entry() {
     assert_eq!(t.report.level, Level::Structure);
 }
 
-/// Appends `n` versions like `build_with`, each with the `WriteChecked` a
-/// passing write check makes of it when `vouch`.
-fn build_vouched(n: u64, vouch: bool, motto: impl Fn(u64) -> String) -> HistoryIndex {
-    let a = agent();
-    let mut index: Option<HistoryIndex> = None;
-    let mut prev_cursor: Option<String> = None;
-    for i in 1..=n {
-        let c = capsule(&a, &motto(i));
-        let cursor = crate::core::jcs::cursor(&c);
-        let sig = hex::encode(a.sign(&write_digest(&a.agent_id(), i, &c)));
-        let checked = WriteChecked::new(&cursor, i, &sig);
-        let out = append(
-            index.take(),
-            NewVersion {
-                agent_id: a.agent_id().as_str(),
-                seq: i,
-                cursor: &cursor,
-                prev_cursor: prev_cursor.as_deref(),
-                capsule: &c,
-                public_key: &a.public_key().to_hex(),
-                signature: &sig,
-                accepted_at_ms: T0 + i * 60_000,
-                checked: vouch.then_some(&checked),
-            },
-            &service(),
-            &ring(),
-            10,
-            i,
-        );
-        index = Some(out.index);
-        prev_cursor = Some(cursor);
-    }
-    index.unwrap()
-}
-
 #[test]
 fn a_write_check_spares_the_report_nothing_it_would_find() {
     // On versions that pass, the report is the same with or without the
     // write check's results: same entries, same seals, same measurements.
     let motto = |i| format!("Version {i}.");
-    let full = build_vouched(3, false, motto);
-    let vouched = build_vouched(3, true, motto);
+    let (_, full) = build_checked(3, 10, false, motto);
+    let (_, vouched) = build_checked(3, 10, true, motto);
     assert_eq!(
         serde_json::to_string(&full).unwrap(),
         serde_json::to_string(&vouched).unwrap()

@@ -261,3 +261,28 @@ fn a_watch_is_a_get_of_a_valid_agent_id() {
     );
     assert_eq!(watch_path(ID), path);
 }
+
+#[test]
+fn an_href_splits_into_path_and_query() {
+    let cases = [
+        (
+            "https://h.example/self/ab/head.json",
+            "/self/ab/head.json",
+            None,
+        ),
+        (
+            "http://127.0.0.1:8787/self/ab/head.json?wait=30",
+            "/self/ab/head.json",
+            Some("wait=30"),
+        ),
+        ("https://h.example/a?b=1#frag?x", "/a", Some("b=1")),
+        ("https://h.example/a#f", "/a", None),
+        ("https://h.example", "/", None),
+        ("https://h.example?x=1", "/", Some("x=1")),
+        ("https://h.example/a%3Fb/c?", "/a%3Fb/c", Some("")),
+        ("https://user:pw@h.example:1/p/q", "/p/q", None),
+    ];
+    for (href, path, query) in cases {
+        assert_eq!(split_href(href), (path, query), "{href}");
+    }
+}
