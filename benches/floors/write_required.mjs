@@ -8,6 +8,7 @@
 // purpose. This floor / the plain write floor (write.mjs) bounds what any
 // write meeting those requirements can reach here; `npm run bench` prints it.
 import { DurableObject } from "cloudflare:workers";
+import { putWrittenMarkers } from "./markers.mjs";
 
 export class RequiredAgent extends DurableObject {
   async fetch(request) {
@@ -24,14 +25,7 @@ export default {
   async fetch(request, env) {
     const id = new URL(request.url).pathname.split("/")[2] ?? "";
     const answer = await env.REQUIRED_AGENT.get(env.REQUIRED_AGENT.idFromName(id)).fetch(request);
-    await Promise.all(
-      ["head.json", "capsule.json"].map((doc) =>
-        caches.default.put(
-          `https://read-cache.floor.internal/self/${id}/${doc}`,
-          new Response(null, { headers: { "cache-control": "public, max-age=60", "x-written-seq": "1" } }),
-        ),
-      ),
-    );
+    await putWrittenMarkers(id);
     return answer;
   },
 };

@@ -8,6 +8,7 @@
 // markers; the mirror ops and retry alarm stored with the state).
 // Kept in step with src/worker/objects/agent.rs and handlers/write.rs.
 import { DurableObject } from "cloudflare:workers";
+import { putWrittenMarkers } from "./markers.mjs";
 
 export class SameIoAgent extends DurableObject {
   async fetch(request) {
@@ -42,14 +43,7 @@ export default {
     const id = new URL(request.url).pathname.split("/")[2] ?? "";
     const answer = await env.SAME_IO_AGENT.get(env.SAME_IO_AGENT.idFromName(id)).fetch(request);
     // This location's copies of head.json and capsule.json: a marker each.
-    await Promise.all(
-      ["head.json", "capsule.json"].map((doc) =>
-        caches.default.put(
-          `https://read-cache.floor.internal/self/${id}/${doc}`,
-          new Response(null, { headers: { "cache-control": "public, max-age=60", "x-written-seq": "1" } }),
-        ),
-      ),
-    );
+    await putWrittenMarkers(id);
     return answer;
   },
 };

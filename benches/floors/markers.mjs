@@ -1,0 +1,14 @@
+// The two Cache API markers an accepted write leaves in the location that
+// took it (issue 14, item 2): a marker each for the agent's head.json and
+// capsule.json, so that location reads KV again at once. Shared by the
+// floors that must do what our writes do here.
+export function putWrittenMarkers(id) {
+  return Promise.all(
+    ["head.json", "capsule.json"].map((doc) =>
+      caches.default.put(
+        `https://read-cache.floor.internal/self/${id}/${doc}`,
+        new Response(null, { headers: { "cache-control": "public, max-age=60", "x-written-seq": "1" } }),
+      ),
+    ),
+  );
+}
