@@ -72,9 +72,39 @@ if stale "$core_dir/core_bg.wasm" src/core src/lib.rs explorer Cargo.toml Cargo.
   echo "build-worker: Explorer core built in $((end - start)) s; core_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
 fi
 
-# The static assets, assembled afresh (cheap): what public/ holds now,
-# nothing it no longer does.
-rm -rf build/assets.tmp
-cp -R public build/assets.tmp
-cp "$core_dir/core.js" "$core_dir/core_bg.wasm" build/assets.tmp/explorer/
-rm -rf build/assets && mv build/assets.tmp build/assets
+# The static assets: what public/ holds now plus the Explorer's core,
+# nothing else. A running `npm start` (wrangler dev) serves build/assets
+# while this runs, and loses track of the directory if it is removed and
+# created again (every /explorer answer a 500 until a restart). So the
+# directory itself is never removed: the new set is staged beside it, then
+# each changed file is moved into place (a rename: a reader sees the old
+# file or the new one, never a missing or half-written one), files that are
+# gone are deleted, and unchanged files are left alone.
+assets=build/assets
+stage=build/assets.stage
+rm -rf "$stage"
+cp -R public "$stage"
+cp "$core_dir/core.js" "$core_dir/core_bg.wasm" "$stage/explorer/"
+mkdir -p "$assets"
+changed=0
+while IFS= read -r -d '' f; do
+  rel=${f#"$stage"/}
+  if ! cmp -s "$f" "$assets/$rel"; then
+    mkdir -p "$(dirname "$assets/$rel")"
+    cp "$f" "$assets/$rel.new.$$"
+    mv -f "$assets/$rel.new.$$" "$assets/$rel"
+    changed=$((changed + 1))
+  fi
+done < <(find "$stage" -type f -print0)
+while IFS= read -r -d '' f; do
+  rel=${f#"$assets"/}
+  if [[ ! -e "$stage/$rel" ]]; then
+    rm -f "$f"
+    changed=$((changed + 1))
+  fi
+done < <(find "$assets" -type f -print0)
+find "$assets" -mindepth 1 -type d -empty -delete
+rm -rf "$stage"
+if [[ $changed -gt 0 ]]; then
+  echo "build-worker: assets: $changed file(s) updated in place"
+fi

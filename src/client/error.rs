@@ -32,11 +32,16 @@ pub enum ExitCode {
     NotFound = 7,
     /// `verify`: the chain or export does not verify.
     Unverified = 8,
+    /// `upgrade` / `upgrade claim`: the payment could not be verified on-chain
+    /// by the service within `--provider-timeout` (`payment_provider_unavailable`).
+    /// Nothing was credited, the payment is safe, and the message names the
+    /// exact command that claims it later.
+    ClaimLater = 9,
 }
 
 impl ExitCode {
     /// Every code, in numeric order.
-    pub const ALL: [ExitCode; 9] = [
+    pub const ALL: [ExitCode; 10] = [
         ExitCode::Ok,
         ExitCode::Local,
         ExitCode::Usage,
@@ -46,6 +51,7 @@ impl ExitCode {
         ExitCode::Signature,
         ExitCode::NotFound,
         ExitCode::Unverified,
+        ExitCode::ClaimLater,
     ];
 
     pub const fn code(self) -> i32 {
@@ -72,6 +78,9 @@ impl ExitCode {
                 "not found: no capsule published for that agent (or private, not granted to us)"
             }
             ExitCode::Unverified => "verification failed",
+            ExitCode::ClaimLater => {
+                "payment not verifiable now (provider outage): safe, claim it later as printed"
+            }
         }
     }
 
@@ -106,6 +115,9 @@ pub enum Error {
     /// The service refused a signed read's signature (`401
     /// read_signature_*`, docs/PROTOCOL.md §12).
     ReadSignature(String),
+    /// A claim gave up waiting through a payment-provider outage: nothing was
+    /// credited and the payment is safe; the message says how to claim later.
+    ClaimLater(String),
 }
 
 impl Error {
@@ -117,6 +129,7 @@ impl Error {
             Error::ReadSignature(_) => ExitCode::Signature,
             Error::NotFound(_) => ExitCode::NotFound,
             Error::Unverified(_) => ExitCode::Unverified,
+            Error::ClaimLater(_) => ExitCode::ClaimLater,
         }
     }
 
@@ -131,7 +144,8 @@ impl fmt::Display for Error {
             Error::Local(m)
             | Error::Unavailable(m)
             | Error::NotFound(m)
-            | Error::ReadSignature(m) => f.write_str(m),
+            | Error::ReadSignature(m)
+            | Error::ClaimLater(m) => f.write_str(m),
             Error::Protocol(m) => write!(f, "unexpected answer from the service: {m}"),
             Error::Rejected(r) => f.write_str(&r.summary()),
             Error::Unverified(m) => write!(f, "verification failed: {m}"),

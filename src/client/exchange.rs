@@ -3,7 +3,7 @@
 //! loop under the [`BackoffPolicy`](super::BackoffPolicy), conditional GETs,
 //! and the mapping of a failed answer to an [`Error`].
 
-use super::backoff::{Decision, Outcome};
+use super::backoff::{BackoffPolicy, Decision, Outcome};
 use super::http::{Request, Response};
 use super::{read_sign, Client, Error};
 use crate::core::crypto::{AgentId, AgentKey};
@@ -52,7 +52,17 @@ impl Client {
     /// `created`): the service refuses a nonce it has seen, and a lost answer
     /// does not tell whether the first one arrived.
     pub(super) fn exchange(&self, req: &Request) -> Result<(Response, bool), Error> {
-        let max = self.policy.max_attempts.max(1);
+        self.exchange_with(req, &self.policy)
+    }
+
+    /// [`Client::exchange`] under another policy (a caller that waits out
+    /// some answers itself, with its own bound).
+    pub(super) fn exchange_with(
+        &self,
+        req: &Request,
+        policy: &BackoffPolicy,
+    ) -> Result<(Response, bool), Error> {
+        let max = policy.max_attempts.max(1);
         let key = if req.signed { Some(self.key()?) } else { None };
         let mut uncertain = false;
         let mut attempt = 1;
@@ -72,10 +82,10 @@ impl Client {
                         retry_after: resp.retry_after(),
                     };
                     let reason = format!("HTTP {}", resp.status);
-                    (self.policy.decide(attempt, outcome), reason, Ok(resp))
+                    (policy.decide(attempt, outcome), reason, Ok(resp))
                 }
                 Err(e) => (
-                    self.policy.decide(attempt, Outcome::Network),
+                    policy.decide(attempt, Outcome::Network),
                     e.to_string(),
                     Err(e),
                 ),

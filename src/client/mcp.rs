@@ -506,6 +506,7 @@ impl ToolHost {
                         rpc_url: pay.rpc_url.clone(),
                         timeout: pay.timeout,
                         poll: Duration::from_secs(1),
+                        provider_timeout: crate::client::upgrade::PROVIDER_TIMEOUT,
                         new: false,
                         stop_after: None,
                     },
@@ -642,6 +643,11 @@ fn failure(e: Error) -> Answer {
             "read_signature_refused",
             m,
             "The service refused this identity's signed read; check the machine's clock and the key file.",
+        ),
+        Error::ClaimLater(m) => results::error(
+            "payment_provider_unavailable",
+            m,
+            "Nothing was credited and the payment is safe; claim it later with the command given.",
         ),
     }
 }

@@ -97,16 +97,16 @@ impl Client {
     /// `head`: for our own agent, revalidates the stored ETag and stores
     /// what it sees; for another agent, a plain read.
     pub fn head(&self, agent: Option<&AgentId>) -> Result<HeadOutcome, Error> {
-        let own = self.agent_id()?;
-        let target = agent.unwrap_or(&own);
-        let is_own = *target == own;
+        let target = self.target(agent)?;
+        // Without an identity (an anonymous reader) nothing is ours.
+        let is_own = self.agent_id().ok().as_ref() == Some(&target);
         let cached = if is_own {
             self.state.head_cache()?
         } else {
             None
         };
         let etag = cached.as_ref().map(|c| c.etag.as_str());
-        match self.fetch_head(target, etag)? {
+        match self.fetch_head(&target, etag)? {
             None => Err(Error::NotFound(if is_own {
                 format!("no capsule published yet for agent {target}")
             } else {

@@ -5,7 +5,7 @@
 
 use crate::core::json::Json;
 use crate::core::model::ReadScope;
-use crate::core::time::parse_rfc3339;
+use crate::core::time::parse_timestamp;
 use crate::core::urls::Doc;
 
 /// The scope a document needs.
@@ -77,8 +77,9 @@ fn granted(capsule: &Json, reader: &str, scope: ReadScope, now_ms: u64) -> bool 
                     .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope.as_str())))
                 && match r.get("expires_at").and_then(Json::as_str) {
                     None => true,
-                    // An unreadable date fails closed.
-                    Some(t) => parse_rfc3339(t).is_some_and(|until| now_ms < until),
+                    // Every spelling the schema accepts evaluates (one parser for
+                    // both); anything else cannot have been written, and fails closed.
+                    Some(t) => parse_timestamp(t).is_some_and(|until| (now_ms as i64) < until),
                 }
         }
         _ => false,
@@ -166,6 +167,25 @@ mod tests {
             decide(&c, OWNER, Some(C), ReadScope::Capsule, NOW - 1),
             Decision::Granted
         );
+    }
+
+    #[test]
+    fn grants_expire_at_their_instant_whatever_the_offset() {
+        // 2026-01-01T00:00:00Z is NOW; each spelling below names NOW + 1 h.
+        for later in [
+            "2026-01-01T01:00:00Z",
+            "2026-01-01T01:00:00.000000+00:00",
+            "2025-12-31T18:00:00-07:00",
+            "2026-01-01T06:30:00.000+05:30",
+        ] {
+            let c = capsule(&format!(
+                r#"{{"public":false,"authorized_readers":[{{"agent_id":"{A}","scopes":["READ_CAPSULE"],"expires_at":"{later}"}}]}}"#
+            ));
+            let at = |ms| decide(&c, OWNER, Some(A), ReadScope::Capsule, ms);
+            assert_eq!(at(NOW), Decision::Granted, "{later}");
+            assert_eq!(at(NOW + 3_599_999), Decision::Granted, "{later}");
+            assert_eq!(at(NOW + 3_600_000), Decision::Hidden, "{later}");
+        }
     }
 
     #[test]

@@ -20,14 +20,16 @@
 //! - `alg` absent or `ed25519`;
 //! - the key: the `Self-Public-Key` request header (64 hex), whose SHA-256
 //!   must be the `keyid` (the agent id is the hash of its key, so nothing
-//!   needs registering first).
+//!   needs registering first), and which passes the key checks of every
+//!   other door ([`PublicKey::from_bytes`]: canonical, not of small order);
+//! - the Ed25519 check is [`PublicKey::verify`] (`verify_strict`) over the
+//!   signature base the library builds, not the library's own looser one.
 
-use crate::core::crypto::AgentId;
+use crate::core::crypto::{AgentId, PublicKey};
 use crate::core::reason::ReasonCode;
-use sha2::{Digest, Sha256};
 use std::fmt;
 use web_bot_auth::components::{CoveredComponent, DerivedComponent, HTTPField};
-use web_bot_auth::keyring::{Algorithm, KeyRing};
+use web_bot_auth::keyring::Algorithm;
 use web_bot_auth::message_signatures::{MessageVerifier, SignedMessage};
 use web_bot_auth::ImplementationError;
 
@@ -202,13 +204,30 @@ pub fn verify(req: &SignedRead<'_>, now_s: u64) -> Result<Reader, ReadAuthError>
     if hex::decode_to_slice(public_key.trim(), &mut pk).is_err() {
         return Err(invalid("Self-Public-Key must be 64 hex characters"));
     }
-    if hex::encode(Sha256::digest(pk)) != agent_id.as_str() {
+    // The key checks every door applies (canonical encoding, a curve point,
+    // not of small order): a weak key would let anyone "sign" as its id.
+    let key = PublicKey::from_bytes(&pk).map_err(|e| invalid(format!("Self-Public-Key: {e}")))?;
+    if key.agent_id() != agent_id {
         return Err(invalid("keyid is not the SHA-256 of Self-Public-Key"));
     }
-    let mut ring = KeyRing::default();
-    ring.import_raw(keyid.clone(), Algorithm::Ed25519, pk.to_vec());
-    v.verify(&ring, Some(keyid))
+    // RFC 9421 builds the base; the Ed25519 check is ours, strict like every
+    // other (the library's own check is not: it takes small-order R).
+    let (base, _) = v
+        .parsed
+        .base
+        .into_ascii()
         .map_err(|e| invalid(describe(&e)))?;
+    let signature: [u8; 64] = v
+        .parsed
+        .signature
+        .as_slice()
+        .try_into()
+        .map_err(|_| invalid(describe(&ImplementationError::InvalidSignatureLength)))?;
+    if !key.verify(base.as_bytes(), &signature) {
+        return Err(invalid(
+            "the signature does not verify (check the signed method and full URL)",
+        ));
+    }
     Ok(Reader {
         agent_id,
         nonce,

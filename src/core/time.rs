@@ -16,46 +16,11 @@ pub fn rfc3339(unix_ms: u64) -> String {
     )
 }
 
-/// Unix ms of `YYYY-MM-DDTHH:MM:SS[.fff]Z`, the service's form (the inverse
-/// of [`rfc3339`]; more than three fractional digits are truncated to the
-/// millisecond). `None` for any other spelling, a month, day (1–31), hour,
-/// minute or second out of range, or an instant before 1970.
+/// Unix ms of a timestamp the service reads back (its own `Z` spelling, or
+/// any other [`parse_timestamp`] accepts); `None` for anything else or an
+/// instant before 1970.
 pub fn parse_rfc3339(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.len() < 20 || !s.ends_with('Z') || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<u64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let frac = &s[19..s.len() - 1];
-    let ms = match frac.strip_prefix('.') {
-        None if frac.is_empty() => 0,
-        Some(f) if !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit()) => {
-            format!("{:0<3}", &f[..f.len().min(3)]).parse().ok()?
-        }
-        _ => return None,
-    };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    // Howard Hinnant's days-from-civil.
-    let (y, m) = (y as i64 - i64::from(mo <= 2), mo as i64);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + mi * 60 + sec;
-    Some(secs * 1000 + ms)
+    parse_timestamp(s).and_then(|ms| u64::try_from(ms).ok())
 }
 
 /// At most this many fraction-of-second digits in a capsule timestamp: nanoseconds, the most
@@ -63,45 +28,80 @@ pub fn parse_rfc3339(s: &str) -> Option<u64> {
 /// `RFC3339Nano` up to 9).
 pub const TIMESTAMP_FRACTION_DIGITS_MAX: usize = 9;
 
-/// Whether `s` is a timestamp as capsules carry them (`updated_at`, `expires_at`, ...): an
-/// RFC 3339 date-time `YYYY-MM-DDTHH:MM:SS[.f]` followed by `Z` or `±HH:MM`, with an
-/// upper-case `T` and `Z` (what clients write), 1 to [`TIMESTAMP_FRACTION_DIGITS_MAX`]
-/// fraction digits when there is a fraction, a day that exists in that month (proleptic
-/// Gregorian), hour 0–23, minute 0–59, second 0–60 (a leap second) and an offset up to
-/// ±23:59. Lexical and calendrical only: the instant is never computed (unlike
-/// [`parse_rfc3339`], which reads the service's own `Z` spelling), so any year 0000–9999 is
-/// fine.
+/// Whether `s` is a timestamp as capsules carry them (`updated_at`, `expires_at`, ...): one
+/// [`parse_timestamp`] accepts. What the schema accepts is exactly what the service can
+/// evaluate, so a grant's `expires_at` that passed validation is never an unreadable date.
 pub fn is_timestamp(s: &str) -> bool {
+    parse_timestamp(s).is_some()
+}
+
+/// The one RFC 3339 parser: Unix milliseconds (negative before 1970, fractions beyond the
+/// millisecond truncated) of `YYYY-MM-DDTHH:MM:SS[.f]` followed by `Z` or `±HH:MM`, with
+/// an upper-case `T` and `Z` (what clients write), 1 to [`TIMESTAMP_FRACTION_DIGITS_MAX`]
+/// fraction digits when there is a fraction, a day that exists in that month (proleptic
+/// Gregorian), hour 0–23, minute 0–59, second 0–60 (a leap second counts as the next
+/// minute's first) and an offset up to ±23:59. Any year 0000–9999. `None` for anything else.
+pub fn parse_timestamp(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let at = |i: usize, c: u8| b.get(i) == Some(&c);
     let fields = [(0, 4), (5, 2), (8, 2), (11, 2), (14, 2), (17, 2)].map(|(i, n)| digits(b, i, n));
     let [Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(sec)] = fields else {
-        return false;
+        return None;
     };
     if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
-        return false;
+        return None;
     }
     // Bytes 0..19 were just checked to be ASCII, so 19 is a char boundary.
     let mut zone = &b[19..];
+    let mut ms = 0;
     if let Some(frac) = zone.strip_prefix(b".") {
         let n = frac.iter().take_while(|c| c.is_ascii_digit()).count();
         if !(1..=TIMESTAMP_FRACTION_DIGITS_MAX).contains(&n) {
-            return false;
+            return None;
         }
+        ms = frac[..n.min(3)]
+            .iter()
+            .chain(std::iter::repeat(&b'0'))
+            .take(3)
+            .fold(0, |n, c| n * 10 + i64::from(c - b'0'));
         zone = &frac[n..];
     }
-    let zone_ok = zone == b"Z"
-        || (zone.len() == 6
-            && matches!(zone[0], b'+' | b'-')
-            && zone[3] == b':'
-            && digits(zone, 1, 2).is_some_and(|zh| zh <= 23)
-            && digits(zone, 4, 2).is_some_and(|zm| zm <= 59));
-    zone_ok
-        && (1..=12).contains(&mo)
-        && (1..=days_in_month(y, mo)).contains(&d)
-        && h <= 23
-        && mi <= 59
-        && sec <= 60
+    let offset_min: i64 = if zone == b"Z" {
+        0
+    } else if zone.len() == 6 && matches!(zone[0], b'+' | b'-') && zone[3] == b':' {
+        let (zh, zm) = (digits(zone, 1, 2)?, digits(zone, 4, 2)?);
+        if zh > 23 || zm > 59 {
+            return None;
+        }
+        let m = i64::from(zh * 60 + zm);
+        if zone[0] == b'-' {
+            -m
+        } else {
+            m
+        }
+    } else {
+        return None;
+    };
+    if !(1..=12).contains(&mo) || !(1..=days_in_month(y, mo)).contains(&d) {
+        return None;
+    }
+    if h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let days = days_from_civil(i64::from(y), mo, d);
+    let local_s = days * 86_400 + i64::from(h * 3600 + mi * 60 + sec);
+    Some((local_s - offset_min * 60) * 1000 + ms)
+}
+
+/// Howard Hinnant's days-from-civil (proleptic Gregorian): days since 1970-01-01.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = y - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// The `len` ASCII digits at `b[at..]` as a number; `None` if any is not an ASCII digit.
@@ -208,6 +208,35 @@ mod tests {
             "\u{0662}026-02-10T00:00:00Z", // Arabic-Indic digit
         ] {
             assert!(!is_timestamp(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_accepted_timestamp_evaluates_to_its_instant() {
+        // Expected instants from Python's datetime.fromisoformat (an independent parser).
+        for (s, ms) in [
+            ("2026-11-28T17:00:28.185043+00:00", 1_795_885_228_185),
+            ("2026-02-10T12:34:56.123456789-07:00", 1_770_752_096_123),
+            ("2026-02-10T05:30:00+05:30", 1_770_681_600_000),
+            ("1969-12-31T23:59:59.5Z", -500),
+            ("0001-01-01T00:00:00Z", -62_135_596_800_000),
+            ("2026-01-01T00:00:00-23:59", 1_767_311_940_000),
+            ("9999-12-31T23:59:59.999+23:59", 253_402_214_459_999),
+        ] {
+            assert_eq!(parse_timestamp(s), Some(ms), "{s}");
+        }
+        // A leap second is the next minute's first.
+        assert_eq!(
+            parse_timestamp("2016-12-31T23:59:60Z"),
+            parse_timestamp("2017-01-01T00:00:00Z")
+        );
+        // The schema and the evaluation are one function: nothing passes one and fails the other.
+        for s in [
+            "2026-02-30T00:00:00Z",
+            "2026-02-10T00:00:00+24:00",
+            "2026-02-10T00:00:00",
+        ] {
+            assert!(!is_timestamp(s) && parse_timestamp(s).is_none(), "{s}");
         }
     }
 

@@ -95,6 +95,23 @@ impl Method {
             .map_or(Method::Other, |(_, m)| *m)
     }
 
+    /// What a WebSocket upgrade request (`Upgrade: websocket`) was sent as,
+    /// as far as can be told. workerd hands the Worker every such request as a
+    /// `GET`, whatever its method, and answers a 500 of its own if the Worker
+    /// then accepts the socket for what was not a GET. What survives is in
+    /// the headers: a CORS preflight names the method it asks about
+    /// (`Access-Control-Request-Method`), and a method with a body declares
+    /// it (`Content-Length` or `Transfer-Encoding`), which an opening
+    /// handshake never does (RFC 6455 §4.1: a GET with no body). A bodiless
+    /// DELETE is the one it cannot tell from a GET.
+    pub fn of_upgrade(reported: Method, preflight: bool, declares_body: bool) -> Method {
+        match reported {
+            Method::Get if preflight => Method::Options,
+            Method::Get if declares_body => Method::Other,
+            m => m,
+        }
+    }
+
     /// `GET` or `HEAD`.
     pub fn is_read(self) -> bool {
         matches!(self, Method::Get | Method::Head)

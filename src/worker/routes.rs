@@ -19,12 +19,33 @@ pub fn method_of(req: &Incoming) -> Method {
     Method::parse(&req.method())
 }
 
+/// The method of a request to the watch route, where a WebSocket upgrade is
+/// read through `Method::of_upgrade` (the runtime reports every one as a
+/// GET). Only there: no other route accepts an upgrade, and polls should
+/// not pay for the header reads.
+fn watch_method(req: &Incoming, reported: Method) -> worker::Result<Method> {
+    let h = req.headers();
+    let upgrade = h.get("Upgrade")?;
+    if !upgrade.is_some_and(|u| u.trim().eq_ignore_ascii_case("websocket")) {
+        return Ok(reported);
+    }
+    Ok(Method::of_upgrade(
+        reported,
+        h.has("Access-Control-Request-Method")?,
+        h.has("Content-Length")? || h.has("Transfer-Encoding")?,
+    ))
+}
+
 /// Dispatches one public request. Errors bubble up to the caller, which turns
 /// them into a 503.
 pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Reply> {
-    let method = method_of(req);
+    let route = Route::parse(req.path());
+    let method = match route {
+        Route::Watch { .. } => watch_method(req, method_of(req))?,
+        _ => method_of(req),
+    };
     let audience = Audience::of(method);
-    Ok(match Route::parse(req.path()).dispatch(method) {
+    Ok(match route.dispatch(method) {
         Action::NotFound => Reply::from(http::error(ReasonCode::NotFound, audience, None)),
         Action::BadAgentId => Reply::from(http::error(ReasonCode::BadAgentId, audience, None)),
         Action::Preflight { allow, headers } => Reply::from(http::preflight(allow, headers)),

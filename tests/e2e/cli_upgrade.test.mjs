@@ -249,6 +249,63 @@ test("upgrade claim --invoice --tx: a payment made elsewhere, waited for while p
   assert.match(stolen.stderr, /invoice_agent_mismatch/);
 });
 
+test("a payment-provider outage: the claim gives up after --provider-timeout with exit 9, the payment safe and the claim command", { timeout: 120_000 }, async () => {
+  // A second service whose RPC endpoint is down (a closed loopback port):
+  // every claim is answered payment_provider_unavailable.
+  const { createServer } = await import("node:net");
+  const dead = await new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(`http://127.0.0.1:${port}`));
+    });
+  });
+  const down = await startWorker({
+    vars: { UPGRADE_TREASURY: treasury, UPGRADE_RPC_URL: dead, UPGRADE_MIN_CONFIRMATIONS: "2" },
+  });
+  try {
+    const url = String(await down.mf.ready).replace(/\/$/, "");
+    const dir = path.join(TMP, "outage");
+    const run = (args) => selfcap(["--state-dir", dir, "--url", url, ...args]);
+    const k = await run(["keygen", "--json"]);
+    assert.equal(k.code, 0, k.stderr);
+    const id = JSON.parse(k.stdout).agent_id;
+    assert.equal((await run(["bootstrap"])).code, 0);
+    const t = await run(["template"]);
+    const capsuleFile = path.join(TMP, "outage.capsule.json");
+    writeFileSync(capsuleFile, t.stdout);
+    assert.equal((await run(["put", capsuleFile])).code, 0);
+    const q = await down.fetch("/api/v1/self/upgrade/quote", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ agent_id: id, plan: "pro" }),
+    });
+    assert.equal(q.status, 200, q.text);
+    const hash = await transfer(chain.rpcUrl, BASE_USDC, handPayer, treasury, BigInt(q.json.amount_atomic));
+    await waitForReceipt(chain.rpcUrl, hash);
+    const started = Date.now();
+    const r = await run(["upgrade", "claim", "--invoice", q.json.invoice_id, "--tx", hash, "--provider-timeout", "3"]);
+    const took = Date.now() - started;
+    assertClean(r);
+    assert.equal(r.code, 9, r.stderr);
+    assert.ok(took < 30_000, `gave up after ${took} ms`);
+    assert.match(r.stderr, /payment_provider_unavailable/);
+    assert.match(r.stderr, /nothing was credited and the payment is safe/);
+    assert.ok(
+      r.stderr.includes(`selfcap upgrade claim --invoice ${q.json.invoice_id} --tx ${hash.toLowerCase()}`),
+      r.stderr,
+    );
+    // Nothing was credited.
+    const h = await down.fetch(`/self/${id}/head.json`);
+    assert.equal(h.json.tier, "free");
+    // The default and the flag are documented.
+    const help = await selfcap(["upgrade", "claim", "--help"]);
+    assert.match(help.stdout, /--provider-timeout <SECS>[\s\S]*\[default: 60\]/);
+  } finally {
+    await down.close();
+  }
+});
+
 test("an RPC endpoint on another chain is refused before anything is paid", async () => {
   other = await startAnvil({ chainId: 31337 });
   const a = await newAgent("wrong-chain");

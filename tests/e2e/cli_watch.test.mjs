@@ -52,9 +52,11 @@ const selfcap = selfcapIn(TMP);
  * Starts `selfcap watch ARGS` (anonymous: an empty state directory, unless
  * `dir` is an identity's) and follows its output.
  */
-function startWatch(args, { dir = path.join(TMP, `anonymous-${watchers.size}`) } = {}) {
-  const child = spawn(BIN, ["--state-dir", dir, "--url", URL_, "watch", ...args], {
-    env: env(),
+function startWatch(args, { dir = path.join(TMP, `anonymous-${watchers.size}`), home } = {}) {
+  // `dir: null`: no --state-dir at all, the identities' home (HOME) decides.
+  const where = dir === null ? [] : ["--state-dir", dir];
+  const child = spawn(BIN, [...where, "--url", URL_, "watch", ...args], {
+    env: home === undefined ? env() : selfcapEnv(home),
     stdio: ["ignore", "pipe", "pipe"],
   });
   watchers.add(child);
@@ -368,4 +370,35 @@ test("a granted reader watches signed (head.json tells it to sign); revoked, it 
   } finally {
     for (const watcher of Object.values(watchers)) await watcher.stop();
   }
+});
+
+test("watching or reading another agent's public capsule needs no identity, also with several and no --agent", async () => {
+  const a = newAgent();
+  const cursor = await write(a, 1);
+  const empty = mkdtempSync(path.join(TMP, "no-identity-"));
+  const several = mkdtempSync(path.join(TMP, "several-"));
+  const inSeveral = selfcapIn(several);
+  for (let i = 0; i < 2; i++) exits(await inSeveral(["keygen"]), 0, "keygen");
+  for (const home of [empty, several]) {
+    const watcher = startWatch([a.agentId], { dir: null, home });
+    try {
+      await watcher.lineCount(1);
+      assertHead(watcher.heads()[0], a, 1, cursor);
+    } finally {
+      await watcher.stop();
+    }
+    assertClean(watcher);
+    const run = selfcapIn(home);
+    const head = await run(["--url", URL_, "head", a.agentId, "--json"]);
+    exits(head, 0, "head");
+    assert.equal(JSON.parse(head.stdout).head.cursor, cursor);
+    const got = await run(["--url", URL_, "get", a.agentId]);
+    exits(got, 0, "get");
+    assert.equal(cursorOf(JSON.parse(got.stdout)), cursor);
+    exits(await run(["--url", URL_, "history", a.agentId]), 0, "history");
+  }
+  // Without an AGENT_ID the identity is the target: still asked for.
+  const own = await selfcapIn(empty)(["--url", URL_, "head"]);
+  assert.notEqual(own.code, 0);
+  assert.match(own.stderr, /no identity/);
 });

@@ -372,3 +372,27 @@ test("a body over the cap is a 413 JSON-RPC error and writes nothing", async () 
   assert.equal(r.json.error.data.max_bytes, 64 * 1024 + 4096);
   assert.deepEqual(await observe(w, agent.agentId, NOW), seen);
 });
+
+test("self_submit holds the envelope to the PUT's byte cap over the bytes sent: a padded one is refused on both doors alike", async () => {
+  const seen = await observe(w, agent.agentId, NOW);
+  const head = await w.fetch(headPath(agent.agentId), { headers: now });
+  const valid = JSON.stringify(envelope(agent, head.json.seq + 1, exampleCapsule(agent.agentId, { self_motto: "Padded." })));
+  // Whitespace between members: the same envelope, 66,000 bytes as sent.
+  const padded = valid.replace('{"', "{" + " ".repeat(66_000 - valid.length) + '"');
+  assert.equal(Buffer.byteLength(padded), 66_000);
+  const put = await w.fetch(capsulePath(agent.agentId), { method: "PUT", headers: { "content-type": "application/json", ...now }, body: padded });
+  assert.equal(put.status, 413);
+  assert.deepEqual(put.json.reason_codes, ["payload_too_large"]);
+  const message = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"self_submit","arguments":{"envelope":${padded}}}}`;
+  const r = await rpc(message);
+  assert.equal(r.status, 200, "within the message cap: a tool answer");
+  assert.equal(r.json.result.isError, true);
+  const body = JSON.parse(r.json.result.content[0].text);
+  assert.equal(body.http_status, 413);
+  assert.deepEqual(body.reason_codes, ["payload_too_large"]);
+  assert.equal(body.observed_bytes, put.json.observed_bytes, "the same count on both doors");
+  assert.deepEqual(await observe(w, agent.agentId, NOW), seen, "nothing written");
+  // The same envelope unpadded goes through.
+  const ok = await rpc(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"self_submit","arguments":{"envelope":${valid}}}}`);
+  assert.equal(ok.json.result.isError, false, ok.text);
+});

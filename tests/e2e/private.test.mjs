@@ -177,3 +177,86 @@ test("switching public and private is an ordinary write and takes effect for rea
   assert.equal(stale.status, 200, "a tool error, not an HTTP 401 (which MCP clients read as 'log in')");
   assert.equal(JSON.parse(stale.json.result.content[0].text).error, "read_signature_expired");
 });
+
+/** A forged signed read by a weak key `pk` (32 bytes): R = the identity point, S = 0. */
+function weakKeyHeaders(pk, path, nonce) {
+  const keyid = sha256hex(pk);
+  const created = Math.floor(Date.now() / 1000);
+  const forged = Buffer.alloc(64);
+  forged[0] = 1;
+  return {
+    keyid,
+    headers: {
+      "signature-input": `sig1=("@method" "@target-uri");created=${created};keyid="${keyid}";nonce="${nonce}";alg="ed25519"`,
+      signature: `sig1=:${forged.toString("base64")}:`,
+      "self-public-key": pk.toString("hex"),
+    },
+  };
+}
+
+test("weak and non-canonically encoded reader keys never pass a signed read, even when the capsule lists them", async () => {
+  const identity = Buffer.alloc(32);
+  identity[0] = 1;
+  const yPlusP = Buffer.alloc(32, 0xff);
+  yPlusP[0] = 0xee;
+  yPlusP[31] = 0x7f;
+  const signedZero = Buffer.from(identity);
+  signedZero[31] = 0x80;
+  const order2 = Buffer.alloc(32, 0xff);
+  order2[0] = 0xec;
+  order2[31] = 0x7f;
+  const weak = { identity, "identity as y = 1 + p": yPlusP, "identity with the sign bit": signedZero, "order 2": order2 };
+  const lister = newAgent();
+  const capsule = exampleCapsule(lister.agentId, {
+    access_control: { public: false, authorized_readers: Object.values(weak).map((pk) => sha256hex(pk)) },
+  });
+  assert.equal((await publish(w, lister, 1, capsule)).status, 200);
+  const path = capsulePath(lister.agentId);
+  for (const [name, pk] of Object.entries(weak)) {
+    // The order-2 forgery verifies under a loose check for about half of all nonces: try several.
+    for (let i = 0; i < 12; i++) {
+      const { headers } = weakKeyHeaders(pk, path, `weak-${i}-${crypto.randomBytes(6).toString("hex")}`);
+      const r = await get(path, headers);
+      assert.equal(r.status, 401, `${name} #${i}: ${r.status} ${r.text}`);
+      assert.equal(r.json.error, "read_signature_invalid", name);
+      assert.ok(!r.text.includes("self_capsule_v0"), "no capsule bytes");
+    }
+  }
+  // The remote MCP door checks the same key the same way.
+  const { headers } = weakKeyHeaders(identity, "/mcp", `weak-mcp-${crypto.randomBytes(6).toString("hex")}`);
+  const mcp = await w.fetch("/mcp", {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_read", arguments: { agent_id: lister.agentId } } }),
+  });
+  assert.equal(JSON.parse(mcp.json.result.content[0].text).error, "read_signature_invalid");
+});
+
+test("grants with a numeric offset or any fraction grant until their instant", async () => {
+  const o = newAgent();
+  const py = newAgent(); // Python's isoformat(): microseconds and +00:00
+  const west = newAgent(); // -07:00
+  const india = newAgent(); // +05:30, nanoseconds
+  const lapsed = newAgent(); // an offset spelling of a past instant
+  const at = (ms, offsetMin, frac) => {
+    const local = new Date(ms + offsetMin * 60_000).toISOString().slice(0, 19);
+    const sign = offsetMin < 0 ? "-" : "+";
+    const off = Math.abs(offsetMin);
+    return `${local}${frac}${sign}${String(Math.floor(off / 60)).padStart(2, "0")}:${String(off % 60).padStart(2, "0")}`;
+  };
+  const soon = Date.now() + 3600_000;
+  const grants = [
+    { agent_id: py.agentId, scopes: ["READ_CAPSULE"], expires_at: at(soon, 0, ".185043") },
+    { agent_id: west.agentId, scopes: ["READ_CAPSULE"], expires_at: at(soon, -420, "") },
+    { agent_id: india.agentId, scopes: ["READ_CAPSULE"], expires_at: at(soon, 330, ".123456789") },
+    { agent_id: lapsed.agentId, scopes: ["READ_CAPSULE"], expires_at: at(Date.now() - 60_000, 330, ".5") },
+  ];
+  const r = await publish(w, o, 1, exampleCapsule(o.agentId, { access_control: { public: false, authorized_readers: grants } }));
+  assert.equal(r.status, 200, r.text);
+  const path = capsulePath(o.agentId);
+  for (const reader of [py, west, india]) {
+    const g = await signedGet(reader, path);
+    assert.equal(g.status, 200, `${g.status} ${g.text}`);
+  }
+  assert.equal((await signedGet(lapsed, path)).status, 404, "an expired grant in an offset spelling has expired");
+});

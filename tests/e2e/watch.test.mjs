@@ -328,3 +328,111 @@ test("long-poll: a bad wait is a 400 bad_query; wait=0 or absent is a plain read
   const c = await w.fetch(`/self/${a.agentId}/capsule.json?wait=5`, { headers: { "if-none-match": etag } });
   assert.equal(c.status, 304);
 });
+
+/**
+ * One raw HTTP/1.1 exchange with the Worker's socket (Node's fetch refuses
+ * an Upgrade header): the status line, headers and body of the answer.
+ */
+async function rawExchange(method, path, extraHeaders = {}, body = null) {
+  const url = await w.mf.ready;
+  const { connect } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const lines = [`${method} ${path} HTTP/1.1`, `Host: ${url.host}`, "Connection: close"];
+    for (const [k, v] of Object.entries(extraHeaders)) lines.push(`${k}: ${v}`);
+    if (body !== null) lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
+    const s = connect(Number(url.port), url.hostname, () => s.write(lines.join("\r\n") + "\r\n\r\n" + (body ?? "")));
+    let data = "";
+    s.on("data", (d) => (data += d.toString("latin1")));
+    s.on("error", reject);
+    const done = () => {
+      const [head, ...rest] = data.split("\r\n\r\n");
+      const [statusLine, ...hs] = head.split("\r\n");
+      const headers = Object.fromEntries(hs.map((h) => [h.slice(0, h.indexOf(":")).toLowerCase(), h.slice(h.indexOf(":") + 1).trim()]));
+      resolve({ status: Number(statusLine.split(" ")[1]), headers, body: rest.join("\r\n\r\n") });
+    };
+    s.on("end", done);
+    setTimeout(() => (s.destroy(), done()), 3000);
+  });
+}
+
+test("a WebSocket upgrade by another method is a JSON 405, and a preflight with it a 204: never the runtime's 500", async () => {
+  const a = newAgent();
+  const upgrade = { Upgrade: "websocket", Connection: "Upgrade", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13" };
+  // Node's http client (and most others) frame a POST/PUT/PATCH body with Content-Length or chunked.
+  for (const method of ["POST", "PUT", "PATCH"]) {
+    for (const [framing, body, extra] of [["content-length", "{}", {}], ["chunked", null, { "Transfer-Encoding": "chunked" }]]) {
+      const r = await rawExchange(method, watchPath(a.agentId), { ...upgrade, ...extra }, framing === "chunked" ? "0\r\n\r\n" : body);
+      assert.equal(r.status, 405, `${method} (${framing}): ${r.status} ${r.body}`);
+      assert.equal(JSON.parse(r.body).error, "method_not_allowed");
+      assert.equal(r.headers["allow"], "GET, OPTIONS");
+      assert.equal(r.headers["access-control-allow-origin"], "*");
+    }
+  }
+  const pre = await rawExchange("OPTIONS", watchPath(a.agentId), { ...upgrade, Origin: "https://app.example", "Access-Control-Request-Method": "GET" });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers["access-control-allow-methods"], "GET, OPTIONS");
+  // The real handshake is still a 101.
+  const ok = await rawExchange("GET", watchPath(a.agentId), upgrade);
+  assert.equal(ok.status, 101);
+});
+
+test("a watcher whose access a write takes away is sent its 4404 close frame with that write", async () => {
+  const owner = newAgent();
+  assert.equal((await publishAt(owner, 1, "Open.")).status, 200);
+  const url = await w.mf.ready;
+  const { connect } = await import("node:net");
+  const s = connect(Number(url.port), url.hostname, () =>
+    s.write(`GET ${watchPath(owner.agentId)} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+  );
+  let buf = Buffer.alloc(0);
+  let closeAt = null;
+  let closeCode = null;
+  s.on("data", (d) => {
+    buf = Buffer.concat([buf, d]);
+    const i = buf.indexOf(Buffer.from([0x88]));
+    if (closeAt === null && i >= 0 && buf.length >= i + 4) {
+      closeAt = Date.now();
+      closeCode = buf.readUInt16BE(i + 2);
+    }
+  });
+  while (!buf.includes("agent_id")) await sleep(10);
+  const written = Date.now();
+  const r = await publish(w, owner, 2, exampleCapsule(owner.agentId, { self_motto: "Closed.", access_control: { public: false } }));
+  assert.equal(r.status, 200);
+  const deadline = Date.now() + 2000;
+  while (closeAt === null && Date.now() < deadline) await sleep(10);
+  s.destroy();
+  assert.equal(closeCode, 4404, "the close frame arrived with the commit");
+  assert.ok(closeAt - written < 2000, `close frame ${closeAt - written} ms after the write`);
+});
+
+test("long-poll: a poll held by a reader whose access a write takes away ends with that write, as head.json answers it", async () => {
+  const owner = newAgent();
+  const reader = newAgent();
+  const grant = (readers) => exampleCapsule(owner.agentId, { access_control: { public: false, authorized_readers: readers } });
+  assert.equal((await publishAt(owner, 1, "Open.")).status, 200);
+  // An anonymous poll held on a public head; the capsule goes private.
+  const etag = (await w.fetch(headPath(owner.agentId))).headers.get("etag");
+  const started = Date.now();
+  const held = w.fetch(`${headPath(owner.agentId)}?wait=20`, { headers: { "if-none-match": etag } });
+  await sleep(300);
+  assert.equal((await publish(w, owner, 2, grant([reader.agentId]))).status, 200);
+  const ended = await held;
+  assert.equal(ended.status, 404, "not a 304 with the old ETag");
+  assert.equal(ended.json.error, "capsule_not_found");
+  assert.ok(Date.now() - started < 5000, `ended ${Date.now() - started} ms after the poll began`);
+  // A granted reader's signed poll, ended by the write that revokes its grant.
+  const url = BASE + `${headPath(owner.agentId)}?wait=20`;
+  const mine = await w.fetch(headPath(owner.agentId), { headers: signedReadHeaders(reader, "GET", BASE + headPath(owner.agentId)) });
+  assert.equal(mine.status, 200);
+  const t1 = Date.now();
+  const signedHeld = w.fetch(`${headPath(owner.agentId)}?wait=20`, {
+    headers: { ...signedReadHeaders(reader, "GET", url), "if-none-match": mine.headers.get("etag") },
+  });
+  await sleep(300);
+  assert.equal((await publish(w, owner, 3, grant([]))).status, 200);
+  const revoked = await signedHeld;
+  assert.equal(revoked.status, 404);
+  assert.equal(revoked.json.error, "capsule_not_found");
+  assert.ok(Date.now() - t1 < 5000);
+});

@@ -2,7 +2,7 @@
 //! bundle) and `verify` (the chain checked locally by the core; exit 8 when
 //! it does not verify).
 
-use crate::cli::{agent_arg, client, read_json, Global, JsonOut};
+use crate::cli::{agent_arg, read_json, reader_client, Global, JsonOut};
 use crate::print::{emit, emit_bytes, print_json};
 use self_capsule::client::{self, Error};
 use self_capsule::core::history::{CheckName, Report};
@@ -16,8 +16,8 @@ pub(crate) fn history(
     limit: Option<u32>,
     out: JsonOut,
 ) -> Result<(), Error> {
-    let c = client(g, 0)?;
     let agent = agent_arg(agent_id)?;
+    let c = reader_client(g, agent.as_ref())?;
     let page = c.history(agent.as_ref(), since, limit)?;
     if out.json {
         print_json(&page);
@@ -29,8 +29,8 @@ pub(crate) fn history(
 
 /// `export [AGENT_ID]`: export.json exactly as served.
 pub(crate) fn export(g: &Global, agent_id: Option<&str>) -> Result<(), Error> {
-    let c = client(g, 0)?;
     let agent = agent_arg(agent_id)?;
+    let c = reader_client(g, agent.as_ref())?;
     let mut bytes = c.export_raw(agent.as_ref())?;
     bytes.push(b'\n');
     emit_bytes(&bytes);
@@ -55,8 +55,8 @@ pub(crate) fn verify(
     let report = match export {
         Some(file) => client::verify_bundle(&read_json(Some(file))?, trusted, None),
         None => {
-            let c = client(g, 0)?;
             let agent = agent_arg(agent_id)?;
+            let c = reader_client(g, agent.as_ref())?;
             c.verify(agent.as_ref(), trusted)?
         }
     };

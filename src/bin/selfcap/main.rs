@@ -56,7 +56,7 @@ mod cli {
     use super::{access, canon, history, identity, mcp, print, publish, read, upgrade, watch};
     use clap::{Args, Parser, Subcommand, ValueEnum};
     use self_capsule::client::http::UreqTransport;
-    use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location};
+    use self_capsule::client::{BackoffPolicy, Client, Error, ExitCode, Location, StateDir};
     use self_capsule::core::crypto::AgentId;
     use self_capsule::core::json::{self, Json};
     use std::io::Read;
@@ -76,7 +76,10 @@ Exit codes:
      also a signed read refused (read_signature_*: check the key and the clock)
   7  not found: no capsule published for that agent (or it is private and this
      identity is not granted that read)
-  8  verification failed";
+  8  verification failed
+  9  upgrade: the service could not verify the payment on-chain within
+     --provider-timeout (payment_provider_unavailable); nothing was credited, the
+     payment is safe, and the message gives the command that claims it later";
 
     const ABOUT: &str = "Client for Self Capsule: keys, signing, publishing and \
 local-first rehydration of an agent's signed self capsule.";
@@ -495,19 +498,38 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
     /// longest 429 wait to sleep through (`--wait`; 0 for every command
     /// without that option).
     pub(crate) fn client(g: &Global, wait: u64) -> Result<Client, Error> {
-        let state = location(g).find()?;
+        Ok(configured(location(g).find()?, g, wait))
+    }
+
+    /// A client over `state` with the global options applied.
+    fn configured(state: StateDir, g: &Global, wait: u64) -> Client {
         let policy = BackoffPolicy {
             max_attempts: g.retries.saturating_add(1),
             max_quota_wait: Duration::from_secs(wait),
             ..BackoffPolicy::default()
         };
-        Ok(Client::new(state)
+        Client::new(state)
             .with_base_url(g.url.clone())
             .with_transport(Box::new(UreqTransport::new(Duration::from_secs(
                 g.timeout.max(1),
             ))))
             .with_policy(policy)
-            .on_retry(Box::new(print::note_retry)))
+            .on_retry(Box::new(print::note_retry))
+    }
+
+    /// A client for reading `agent`'s documents. With an explicit agent and
+    /// no usable identity (none yet, or several and no `--agent`), an
+    /// anonymous one: reading or watching a public capsule needs no key, and
+    /// a private one answers it as the service answers any unsigned read.
+    /// Without an agent the identity is the target, so it must exist.
+    pub(crate) fn reader_client(g: &Global, agent: Option<&AgentId>) -> Result<Client, Error> {
+        let loc = location(g);
+        match (loc.find(), agent) {
+            // The identities' home holds no key of its own: reads from it
+            // find none, so nothing is ever signed with it.
+            (Err(_), Some(_)) => Ok(configured(StateDir::new(loc.home_dir()?), g, 0)),
+            _ => client(g, 0),
+        }
     }
 
     /// An optional `AGENT_ID` argument.

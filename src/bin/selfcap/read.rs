@@ -2,7 +2,7 @@
 //! served bytes) and `rehydrate` (local first, for a restart). Status lines
 //! go to stderr, so stdout is only the data.
 
-use crate::cli::{agent_arg, client, Global, JsonOut, RenderFormat};
+use crate::cli::{agent_arg, client, reader_client, Global, JsonOut, RenderFormat};
 use crate::print::{emit, emit_bytes, print_json};
 use self_capsule::client::{Error, HeadOutcome, Side};
 use self_capsule::core::jcs::{self, CURSOR_PREFIX};
@@ -11,8 +11,8 @@ use self_capsule::core::render::{self, Format};
 /// `head [AGENT_ID]`: "unchanged" on a 304 against the stored ETag, else
 /// the new head (seq, cursor, write quota).
 pub(crate) fn head(g: &Global, agent_id: Option<&str>, out: JsonOut) -> Result<(), Error> {
-    let c = client(g, 0)?;
     let agent = agent_arg(agent_id)?;
+    let c = reader_client(g, agent.as_ref())?;
     match c.head(agent.as_ref())? {
         HeadOutcome::Unchanged { etag } => {
             if out.json {
@@ -48,8 +48,8 @@ pub(crate) fn head(g: &Global, agent_id: Option<&str>, out: JsonOut) -> Result<(
 /// `get [AGENT_ID]`: capsule.json as served (or `--pretty`); the cursor on
 /// stderr.
 pub(crate) fn get(g: &Global, agent_id: Option<&str>, pretty: bool) -> Result<(), Error> {
-    let c = client(g, 0)?;
     let agent = agent_arg(agent_id)?;
+    let c = reader_client(g, agent.as_ref())?;
     let f = c.get(agent.as_ref())?;
     if pretty {
         print_json(&f.capsule);

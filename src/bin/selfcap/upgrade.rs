@@ -7,7 +7,9 @@
 use crate::cli::{client, Global, JsonOut};
 use crate::print::{emit, print_json};
 use clap::{Args, Subcommand, ValueEnum};
-use self_capsule::client::upgrade::{StopAfter, UpgradeOptions, ARCHIVE_DIR, UPGRADE_FILE};
+use self_capsule::client::upgrade::{
+    StopAfter, UpgradeOptions, ARCHIVE_DIR, PROVIDER_TIMEOUT, UPGRADE_FILE,
+};
 use self_capsule::client::Error;
 use self_capsule::core::limits::Tier;
 use serde_json::Value;
@@ -38,7 +40,10 @@ The key file holds 64 hex characters (0x optional), mode 0600; it is never print
 Exit codes: 0 credited; 1 local (key file, balance, wrong chain, an open invoice for
 another plan); 3 service or RPC unreachable; 4 fix the request; 5 still pending when
 --confirmations-timeout ran out, or quote limits (run again later); 6 bad signature;
-7 the payment cannot credit this invoice (underpaid, expired, reverted, ...).";
+7 the payment cannot credit this invoice (underpaid, expired, reverted, ...); 9 the
+service could not verify the payment on-chain for --provider-timeout seconds (default 60):
+nothing was credited, the payment is safe, and the message gives the exact
+`selfcap upgrade claim --invoice ... --tx ...` that claims it later.";
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -57,6 +62,10 @@ pub(crate) struct UpgradeArgs {
     /// Longest wait for the receipt, the confirmations and the claim.
     #[arg(long, value_name = "SECS", default_value_t = 900)]
     confirmations_timeout: u64,
+    /// Longest wait while the service cannot verify payments on-chain
+    /// (payment_provider_unavailable); then exit 9 with the claim command.
+    #[arg(long, value_name = "SECS", default_value_t = PROVIDER_TIMEOUT.as_secs())]
+    provider_timeout: u64,
     /// Buy again even though the last purchase was credited (never while a
     /// payment is in flight); also drops an unpaid open invoice.
     #[arg(long)]
@@ -78,6 +87,10 @@ enum UpgradeCommand {
         /// Longest wait while the service answers payment_pending.
         #[arg(long, value_name = "SECS", default_value_t = 900)]
         confirmations_timeout: u64,
+        /// Longest wait while the service cannot verify payments on-chain
+        /// (payment_provider_unavailable); then exit 9 with the claim command.
+        #[arg(long, value_name = "SECS", default_value_t = PROVIDER_TIMEOUT.as_secs())]
+        provider_timeout: u64,
         #[command(flatten)]
         out: JsonOut,
     },
@@ -95,6 +108,7 @@ pub(crate) fn run(g: &Global, a: UpgradeArgs) -> Result<(), Error> {
         invoice,
         tx,
         confirmations_timeout,
+        provider_timeout,
         out,
     }) = a.claim
     {
@@ -104,6 +118,7 @@ pub(crate) fn run(g: &Global, a: UpgradeArgs) -> Result<(), Error> {
             &tx,
             Duration::from_secs(confirmations_timeout),
             POLL,
+            Duration::from_secs(provider_timeout),
             &note,
         )?;
         report(&v, out);
@@ -125,6 +140,7 @@ pub(crate) fn run(g: &Global, a: UpgradeArgs) -> Result<(), Error> {
         rpc_url: rpc,
         timeout: Duration::from_secs(a.confirmations_timeout),
         poll: POLL,
+        provider_timeout: Duration::from_secs(a.provider_timeout),
         new: a.new,
         stop_after: stop_after(),
     };

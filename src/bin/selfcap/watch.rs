@@ -2,7 +2,7 @@
 //! or `--exec CMD` run once per head; the work is
 //! `self_capsule::client::watch`. Progress goes to stderr.
 
-use crate::cli::{agent_arg, client, Global};
+use crate::cli::{agent_arg, reader_client, Global};
 use crate::print::{emit_line, note};
 use clap::{Args, ValueEnum};
 use self_capsule::client::http::UreqTransport;
@@ -25,7 +25,8 @@ it open) or, when that cannot be used, by long-poll (GET head.json?wait=25 with 
 A lost connection is reopened with backoff (1 s doubling to 60 s, plus jitter), and the first head
 after it is compared by cursor, so no change is missed; changes faster than a reconnect may show
 only as their latest head (`selfcap history --since CURSOR` lists every version). Reads of a
-private capsule are signed with this identity's key when needed, as for `head`.
+private capsule are signed with this identity's key when needed, as for `head`; watching another
+agent's public capsule needs no identity at all.
 
 Runs until interrupted, retrying forever. Exits 7 when the capsule is not readable by this
 identity (private and not granted, or made private while watching), 6 when the service refuses
@@ -54,8 +55,10 @@ pub(crate) fn run(g: &Global, args: WatchArgs) -> Result<(), Error> {
     let timeout = Duration::from_secs(g.timeout.max(1));
     // A long-poll answer may be held for POLL_WAIT_SECS before it starts.
     let held = Duration::from_secs(POLL_WAIT_SECS);
-    let c = client(g, 0)?.with_transport(Box::new(UreqTransport::new(timeout + held)));
-    let agent = match agent_arg(args.agent_id.as_deref())? {
+    let given = agent_arg(args.agent_id.as_deref())?;
+    let c = reader_client(g, given.as_ref())?
+        .with_transport(Box::new(UreqTransport::new(timeout + held)));
+    let agent = match given {
         Some(a) => a,
         None => c.agent_id()?,
     };

@@ -7,7 +7,7 @@ use super::quote::{check_quote, Invoice};
 use super::record::{archive_record, decide, load_record, save_record, Abandoned, Failure};
 use super::record::{Next, Payment, Record};
 use super::rpc::{big_quantity, Rpc, RpcError};
-use super::service::{refused, timed_out};
+use super::service::{refused, timed_out, ClaimWaits};
 use super::tx::{address_word, fees, gas_limit, sign_tx, transfer_calldata, Fees, PayerKey};
 use super::tx::{TxParams, BALANCE_OF_SELECTOR};
 use crate::client::{Client, Error};
@@ -41,6 +41,10 @@ pub struct UpgradeOptions {
     pub timeout: Duration,
     /// Between two polls of the chain.
     pub poll: Duration,
+    /// How long the claim waits through the service's
+    /// `payment_provider_unavailable` before giving up with
+    /// [`Error::ClaimLater`] (the payment is safe; claim it later).
+    pub provider_timeout: Duration,
     /// Start a new purchase even though the last one finished.
     pub new: bool,
     /// Test only (see [`StopAfter`]).
@@ -184,14 +188,12 @@ impl Client {
             ));
         }
         self.wait_confirmed(&rpc, &mut r, &payment, &inv, deadline, opts.poll, progress)?;
-        let claimed = self.claim_until(
-            &key,
-            &mut r,
-            &payment.tx_hash,
+        let waits = ClaimWaits {
             deadline,
-            opts.poll,
-            progress,
-        )?;
+            poll: opts.poll,
+            provider: opts.provider_timeout,
+        };
+        let claimed = self.claim_until(&key, &mut r, &payment.tx_hash, &waits, progress)?;
         Ok(UpgradeDone {
             claimed,
             fresh: true,

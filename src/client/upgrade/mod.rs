@@ -55,6 +55,7 @@ mod fixtures;
 
 pub use flow::{StopAfter, UpgradeDone, UpgradeOptions};
 pub use record::{Abandoned, Failure, Payment, Record, ARCHIVE_DIR, UPGRADE_FILE};
+pub use service::{ClaimWaits, PROVIDER_TIMEOUT};
 pub use status::TierView;
 
 use crate::client::now_ms;

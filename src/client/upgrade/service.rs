@@ -7,7 +7,7 @@ use super::record::{load_record, save_record, Failure, Record};
 use crate::client::exchange::{protocol_error, unavailable};
 use crate::client::http::{Request, Response};
 use crate::client::wire::Rejected;
-use crate::client::{Client, Error};
+use crate::client::{BackoffPolicy, Client, Error};
 use crate::core::crypto::{AgentId, AgentKey};
 use crate::core::jcs;
 use crate::core::limits::Tier;
@@ -18,15 +18,35 @@ use crate::core::urls::{CLAIM_PATH, QUOTE_PATH};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// How long a claim waits, and for what.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimWaits {
+    /// When waiting for `payment_pending` / `payment_not_found` ends (Unix ms).
+    pub deadline: u64,
+    /// The shortest pause between two claims.
+    pub poll: Duration,
+    /// How long the service may answer `payment_provider_unavailable` (it
+    /// cannot reach the chain) before the claim gives up with
+    /// [`Error::ClaimLater`]: nothing is credited then, the payment is safe,
+    /// and the same claim can be sent any time later.
+    pub provider: Duration,
+}
+
+/// The default `--provider-timeout`: long enough for a provider's blip, short
+/// enough that a bot is told to come back rather than left hanging.
+pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Client {
     /// `selfcap upgrade claim`: claims `invoice_id` with a payment made
-    /// elsewhere, waiting while the service says it is pending.
+    /// elsewhere, waiting while the service says it is pending (until
+    /// `timeout`) or cannot verify it (until `provider`).
     pub fn upgrade_claim(
         &self,
         invoice_id: &str,
         tx_hash: &str,
         timeout: Duration,
         poll: Duration,
+        provider: Duration,
         progress: &dyn Fn(&str),
     ) -> Result<Value, Error> {
         let key = self.key()?;
@@ -45,8 +65,12 @@ impl Client {
         let recorded = load_record(&self.state)?.filter(|r| r.invoice_id() == invoice_id);
         let keep = recorded.is_some();
         let mut r = recorded.unwrap_or_else(|| Record::new(json!({"invoice_id": invoice_id})));
-        let deadline = now_ms().saturating_add(timeout.as_millis() as u64);
-        self.claim_inner(&key, &mut r, &tx, deadline, poll, progress, keep)
+        let waits = ClaimWaits {
+            deadline: now_ms().saturating_add(timeout.as_millis() as u64),
+            poll,
+            provider,
+        };
+        self.claim_inner(&key, &mut r, &tx, &waits, progress, keep)
     }
 
     /// A checked quote for `plan` (an invoice the service now holds open);
@@ -82,21 +106,18 @@ impl Client {
         key: &AgentKey,
         r: &mut Record,
         tx_hash: &str,
-        deadline: u64,
-        poll: Duration,
+        waits: &ClaimWaits,
         progress: &dyn Fn(&str),
     ) -> Result<Value, Error> {
-        self.claim_inner(key, r, tx_hash, deadline, poll, progress, true)
+        self.claim_inner(key, r, tx_hash, waits, progress, true)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn claim_inner(
         &self,
         key: &AgentKey,
         r: &mut Record,
         tx_hash: &str,
-        deadline: u64,
-        poll: Duration,
+        waits: &ClaimWaits,
         progress: &dyn Fn(&str),
         keep: bool,
     ) -> Result<Value, Error> {
@@ -115,8 +136,18 @@ impl Client {
         let body = jcs::canonical_bytes(&sign_claim(key, &invoice_id, tx_hash, seq));
         let req = Request::json("POST", self.service_url(CLAIM_PATH)?, body);
         progress(&format!("claiming invoice {invoice_id} with {tx_hash}"));
+        // This loop waits out the service's own "try again" answers, each
+        // under its bound; the exchange underneath only retries what never
+        // got an answer (a network error, a 5xx without a wait).
+        let policy = BackoffPolicy {
+            max_server_wait: Duration::ZERO,
+            max_quota_wait: Duration::ZERO,
+            ..self.policy().clone()
+        };
+        // When the current run of payment_provider_unavailable began.
+        let mut outage_since: Option<u64> = None;
         loop {
-            let (resp, _) = self.exchange(&req)?;
+            let (resp, _) = self.exchange_with(&req, &policy)?;
             if resp.status == 200 {
                 let v: Value = serde_json::from_slice(&resp.body)
                     .map_err(|e| Error::Protocol(format!("claim answer is not JSON: {e}")))?;
@@ -144,10 +175,26 @@ impl Client {
                 return Ok(v);
             }
             let (code, detail, wait) = refusal_parts(&resp);
+            let now = now_ms();
+            let mut until = waits.deadline;
+            if code.as_deref() == Some("payment_provider_unavailable") {
+                let since = *outage_since.get_or_insert(now);
+                until = until.min(since.saturating_add(waits.provider.as_millis() as u64));
+                if now >= until {
+                    return Err(claim_later(
+                        &invoice_id,
+                        tx_hash,
+                        Duration::from_millis(now - since),
+                        &detail,
+                    ));
+                }
+            } else {
+                outage_since = None;
+            }
             match code.as_deref() {
                 Some("payment_pending" | "payment_not_found" | "payment_provider_unavailable") => {
-                    let wait = wait.unwrap_or(Duration::from_secs(2)).max(poll);
-                    let left = Duration::from_millis(deadline.saturating_sub(now_ms()));
+                    let wait = wait.unwrap_or(Duration::from_secs(2)).max(waits.poll);
+                    let left = Duration::from_millis(until.saturating_sub(now));
                     let code = code.unwrap_or_default();
                     if left.is_zero() {
                         return Err(timed_out(&format!("{code}: {detail}"), &invoice_id));
@@ -195,6 +242,18 @@ impl Client {
             Err(e) => progress(&format!("could not read head.json after the credit: {e}")),
         }
     }
+}
+
+/// The provider stayed unavailable past `--provider-timeout` (exit 9): what
+/// happened, that the payment is safe, and the exact command to claim later.
+fn claim_later(invoice_id: &str, tx_hash: &str, waited: Duration, detail: &str) -> Error {
+    Error::ClaimLater(format!(
+        "the service could not verify the payment on-chain for {} s \
+         (payment_provider_unavailable: {detail}); nothing was credited and the payment is safe: \
+         it stays on-chain and the invoice can still be claimed with it. Claim it later with: \
+         selfcap upgrade claim --invoice {invoice_id} --tx {tx_hash}",
+        waited.as_secs()
+    ))
 }
 
 /// Waiting ran out: class back_off (exit 5); the next run goes on.

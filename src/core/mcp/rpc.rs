@@ -191,6 +191,31 @@ pub fn handle(body: &[u8], version_header: Option<&str>) -> Outcome {
     }
 }
 
+/// The text of `params.arguments.envelope` exactly as the message carries it
+/// (`None` if there is none): what `self_submit` writes, so its envelope is
+/// held to a PUT body's rules byte for byte (the same [`MAX_BODY_BYTES`] cap
+/// over the same bytes, whitespace included), not to a re-serialised copy.
+pub fn envelope_text(body: &[u8]) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Msg<'a> {
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        arguments: Args<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Args<'a> {
+        #[serde(borrow)]
+        envelope: &'a serde_json::value::RawValue,
+    }
+    serde_json::from_slice::<Msg<'_>>(body)
+        .ok()
+        .map(|m| m.params.arguments.envelope.get())
+}
+
 /// The 413 for a body over [`MAX_MESSAGE_BYTES`] (`observed`: its declared
 /// length, or how far it was read).
 pub fn too_large(observed: u64) -> Outcome {

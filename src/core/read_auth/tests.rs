@@ -1,6 +1,8 @@
 use super::*;
 use base64::{engine::general_purpose::STANDARD as B64, Engine as _};
 use ed25519_dalek::{Signer, SigningKey};
+use sha2::{Digest, Sha256};
+use web_bot_auth::keyring::KeyRing;
 
 /// RFC 9421 Appendix B.1.4 `test-key-ed25519` (the PKCS#8 seed's last 32 bytes).
 const RFC_SEED_B64: &str = "MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF";
@@ -250,4 +252,83 @@ fn a_nonce_is_single_use_while_its_signature_lives() {
     }
     assert_eq!(full.admit("one-more", NOW + 300, NOW), Admit::Full);
     assert_eq!(full.admit("one-more", NOW + 300, NOW + 301), Admit::Fresh);
+}
+
+/// Small-order points and non-canonical encodings, as raw key bytes: the
+/// identity (y = 1), y = 1 + p (non-canonical identity), the identity with
+/// the x sign bit set (x = 0 cannot be negative), and the order-2 point
+/// (0, -1). With R = the identity and S = 0, the loose Ed25519 equation
+/// [S]B = R + [k]A holds for the identity always and for the order-2 point
+/// whenever k is even: a forgery with no private key.
+fn weak_keys() -> Vec<(&'static str, [u8; 32])> {
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let mut y_plus_p = [0xffu8; 32];
+    y_plus_p[0] = 0xee;
+    y_plus_p[31] = 0x7f;
+    let mut signed_zero = identity;
+    signed_zero[31] = 0x80;
+    let mut order2 = [0xffu8; 32];
+    order2[0] = 0xec;
+    order2[31] = 0x7f;
+    vec![
+        ("identity", identity),
+        ("identity as y = 1 + p", y_plus_p),
+        ("identity with the sign bit", signed_zero),
+        ("order 2", order2),
+    ]
+}
+
+#[test]
+fn weak_or_non_canonical_reader_keys_never_sign_a_read() {
+    let mut forged = [0u8; 64];
+    forged[0] = 1; // R = identity, S = 0
+    for (name, key) in weak_keys() {
+        let pk = hex::encode(key);
+        let agent = agent_of(&pk);
+        // Many nonces: the order-2 forgery passes a loose check for about half of them.
+        for n in 0..16 {
+            let inner = format!(
+                "(\"@method\" \"@target-uri\"){}",
+                params(&agent, NOW, &format!("weak-nonce-{n:04}"))
+            );
+            let input = format!("sig1={inner}");
+            let sig = format!("sig1=:{}:", B64.encode(forged));
+            let e = check("GET", URL, &input, &sig, &pk, NOW).unwrap_err();
+            assert!(matches!(e, ReadAuthError::Invalid(_)), "{name}: {e}");
+            assert_eq!(e.code(), ReasonCode::ReadSignatureInvalid, "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_library_alone_would_have_taken_the_forgery() {
+    // Shows the check above is ours: the library's own verification accepts
+    // the identity-key forgery, so relying on it would let it through.
+    let (_, key) = weak_keys()[0];
+    let mut forged = [0u8; 64];
+    forged[0] = 1;
+    let agent = agent_of(&hex::encode(key));
+    let inner = format!(
+        "(\"@method\" \"@target-uri\"){}",
+        params(&agent, NOW, "weak-nonce-lib")
+    );
+    let (input, sig) = (
+        format!("sig1={inner}"),
+        format!("sig1=:{}:", B64.encode(forged)),
+    );
+    let header = move |n: &str| match n {
+        "signature-input" => Some(input.clone()),
+        "signature" => Some(sig.clone()),
+        _ => None,
+    };
+    let req = SignedRead {
+        method: "GET",
+        target_uri: URL,
+        header: &header,
+    };
+    let v = MessageVerifier::parse(&Message(&req), |_| true).unwrap();
+    let mut ring = KeyRing::default();
+    ring.import_raw(agent.clone(), Algorithm::Ed25519, key.to_vec());
+    assert!(v.verify(&ring, Some(agent)).is_ok());
 }

@@ -286,3 +286,25 @@ fn an_href_splits_into_path_and_query() {
         assert_eq!(split_href(href), (path, query), "{href}");
     }
 }
+
+#[test]
+fn an_upgrade_reported_as_get_is_read_from_its_headers() {
+    use Method::*;
+    assert_eq!(Method::of_upgrade(Get, false, false), Get);
+    assert_eq!(Method::of_upgrade(Get, true, false), Options);
+    assert_eq!(Method::of_upgrade(Get, true, true), Options);
+    assert_eq!(Method::of_upgrade(Get, false, true), Other);
+    // A method the runtime did report is taken as it is.
+    assert_eq!(Method::of_upgrade(Put, false, true), Put);
+    assert_eq!(Method::of_upgrade(Head, false, false), Head);
+    // And what it means on the watch route: a preflight, or 405.
+    let watch = || Route::parse("/self/aa/watch");
+    assert!(matches!(
+        watch().dispatch(Method::of_upgrade(Get, true, false)),
+        Action::Preflight { .. }
+    ));
+    assert!(matches!(
+        watch().dispatch(Method::of_upgrade(Get, false, true)),
+        Action::MethodNotAllowed { .. }
+    ));
+}

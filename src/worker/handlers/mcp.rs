@@ -17,6 +17,7 @@ use super::Miss;
 use crate::core::conditional;
 use crate::core::crypto::AgentId;
 use crate::core::history::Query;
+use crate::core::limits::MAX_BODY_BYTES;
 use crate::core::mcp::results::{self, Answer};
 use crate::core::mcp::rpc::{self, Outcome, MAX_MESSAGE_BYTES, VERSION_HEADER};
 use crate::core::mcp::Call;
@@ -33,11 +34,13 @@ use worker::{Env, Response};
 
 /// One message.
 pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    let outcome = match body::read_capped(req, MAX_MESSAGE_BYTES).await {
-        Ok(bytes) => rpc::handle(&bytes, req.headers().get(VERSION_HEADER)?.as_deref()),
-        Err(BodyError::TooLarge { observed }) => rpc::too_large(observed),
+    let message = body::read_capped(req, MAX_MESSAGE_BYTES).await;
+    let outcome = match &message {
+        Ok(bytes) => rpc::handle(bytes, req.headers().get(VERSION_HEADER)?.as_deref()),
+        Err(BodyError::TooLarge { observed }) => rpc::too_large(*observed),
         Err(BodyError::Read) => rpc::unreadable(),
     };
+    let message = message.unwrap_or_default();
     match outcome {
         Outcome::Accepted => Ok(http::respond(202, None, NO_STORE)),
         Outcome::Reply { status, body } => http::json(status, &body, NO_STORE),
@@ -51,15 +54,17 @@ pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<R
                     refused.detail,
                     refused.code.bot_action(),
                 ),
-                Ok(reader) => match run(req, env, cfg, call, reader.as_ref(), now_ms).await {
-                    Ok(a) => a,
-                    // Storage or the agent's object failed: the model gets the
-                    // 503's code and when to retry, not a transport error.
-                    Err(e) => {
-                        log::event("mcp_tool_failed", &[("error", &e.to_string())]);
-                        unavailable()
+                Ok(reader) => {
+                    match run(req, env, cfg, call, &message, reader.as_ref(), now_ms).await {
+                        Ok(a) => a,
+                        // Storage or the agent's object failed: the model gets the
+                        // 503's code and when to retry, not a transport error.
+                        Err(e) => {
+                            log::event("mcp_tool_failed", &[("error", &e.to_string())]);
+                            unavailable()
+                        }
                     }
-                },
+                }
             };
             http::json(200, &rpc::tool_response(&id, &answer), NO_STORE)
         }
@@ -68,11 +73,13 @@ pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<R
 
 /// Runs one typed call. The remote door's arguments always name the agent
 /// (`Call::parse` requires it there), and offers none of the keyed tools.
+/// `message`: the POST's body, whose envelope text `self_submit` writes.
 async fn run(
     req: &Incoming,
     env: &Env,
     cfg: &Config,
     call: Call,
+    message: &[u8],
     reader: Option<&AgentId>,
     now_ms: u64,
 ) -> worker::Result<Answer> {
@@ -113,7 +120,17 @@ async fn run(
                 Ok(a) => a,
                 Err(refused) => return Ok(refused),
             };
-            submit(req, env, cfg, &agent, serde_json::to_vec(&envelope)?).await
+            // The envelope's bytes as sent, so the PUT's cap means the same
+            // bytes here (a re-serialised copy would drop padding it counts).
+            let sent = match rpc::envelope_text(message) {
+                Some(text) => text.as_bytes().to_vec(),
+                None => serde_json::to_vec(&envelope)?,
+            };
+            let body = match sent.len() {
+                n if n > MAX_BODY_BYTES => Err(BodyError::TooLarge { observed: n as u64 }),
+                _ => Ok(sent),
+            };
+            submit(req, env, cfg, &agent, body).await
         }
         // Unreachable: `rpc` only hands out the remote door's tools.
         _ => Err("mcp: a tool the remote door does not offer".into()),
@@ -198,23 +215,21 @@ async fn submit(
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
-    envelope: Vec<u8>,
+    envelope: Result<Vec<u8>, BodyError>,
 ) -> worker::Result<Answer> {
-    Ok(
-        match write::write(req, env, cfg, agent, Ok(envelope)).await? {
-            Written::Refused(rej) => {
-                results::rejected(rej.status(), &serde_json::to_value(&rej)?, false)
+    Ok(match write::write(req, env, cfg, agent, envelope).await? {
+        Written::Refused(rej) => {
+            results::rejected(rej.status(), &serde_json::to_value(&rej)?, false)
+        }
+        Written::Decided(r) => {
+            let body: Value = serde_json::from_slice(&r.body)?;
+            if r.status == 200 {
+                Answer::ok(body)
+            } else {
+                results::rejected(r.status, &body, false)
             }
-            Written::Decided(r) => {
-                let body: Value = serde_json::from_slice(&r.body)?;
-                if r.status == 200 {
-                    Answer::ok(body)
-                } else {
-                    results::rejected(r.status, &body, false)
-                }
-            }
-        },
-    )
+        }
+    })
 }
 
 /// A read that missed, as the tool error with the route's reason code.

@@ -96,12 +96,15 @@ struct Watcher {
 }
 
 /// A held long-poll: resolved with the next head its reader may read whose
-/// cursor differs from the one the client holds.
+/// cursor differs from the one the client holds, or with "not found" by the
+/// commit that takes away a head it was reading (as head.json would answer).
 struct Waiter {
     id: u64,
     reader: Option<String>,
+    /// The entity the client holds: `Some` only if it could read the head
+    /// when the poll was decided (a 304 is decided on a readable record).
     held: Option<String>,
-    tx: oneshot::Sender<(String, String)>,
+    tx: oneshot::Sender<Waited>,
 }
 
 /// Whether `reader` may read `record`'s head now (§12).
@@ -532,15 +535,24 @@ impl AgentDO {
                 let _ = ws.close(Some(c.code()), Some(c.reason()));
             }
         }
-        // A poll that may not read the record waits on, exactly as for an
-        // agent with no capsule; so does one whose client already holds this
-        // cursor (a republished identical capsule, a credited upgrade).
+        // A poll that may not read the record, and never could, waits on,
+        // exactly as for an agent with no capsule; so does one whose client
+        // already holds this cursor (a republished identical capsule, a
+        // credited upgrade). One that held a head and may no longer read it
+        // (the capsule went private, its grant was revoked) is answered now,
+        // with what head.json answers it now.
         let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
         let mut kept = Vec::new();
         for w in waiters {
+            let readable = may_read_head(record, w.reader.as_deref(), now_ms);
             let moved = w.held.as_deref() != Some(record.etag());
-            if moved && may_read_head(record, w.reader.as_deref(), now_ms) {
-                let _ = w.tx.send((head.clone(), record.etag().to_owned()));
+            if readable && moved {
+                let _ = w.tx.send(Waited::Head(
+                    head.clone().into_bytes(),
+                    record.etag().to_owned(),
+                ));
+            } else if !readable && w.held.is_some() {
+                let _ = w.tx.send(Waited::NotFound);
             } else {
                 kept.push(w);
             }
@@ -606,9 +618,14 @@ impl AgentDO {
                 .unwrap_or_default();
             if let Some(r) = state.record(&agent, &cfg.tiers, call.now_ms) {
                 let newer = call.held.as_deref() != Some(r.etag());
-                if newer && may_read_head(&r, call.reader.as_deref(), call.now_ms) {
+                let readable = may_read_head(&r, call.reader.as_deref(), call.now_ms);
+                if newer && readable {
                     let head = serde_json::to_vec(&r.head(call.now_ms, &cfg.tiers))?;
                     return Ok(Waited::Head(head, r.etag().to_owned()));
+                }
+                // Access ended between the Worker's read and this call.
+                if !readable && call.held.is_some() {
+                    return Ok(Waited::NotFound);
                 }
             }
             if self.waiters.borrow().len() >= watch::HELD_POLLS_PER_AGENT {
@@ -627,7 +644,7 @@ impl AgentDO {
         };
         let deadline = Delay::from(Duration::from_millis(call.wait_ms));
         match select(rx, deadline).await {
-            Either::Left((Ok((head, etag)), _)) => Ok(Waited::Head(head.into_bytes(), etag)),
+            Either::Left((Ok(answer), _)) => Ok(answer),
             _ => {
                 self.waiters.borrow_mut().retain(|w| w.id != id);
                 Ok(timed_out())

@@ -211,9 +211,12 @@ pub struct SignatureBase {
 }
 
 impl SignatureBase {
-    // Convert `SignatureBase` into its ASCII representation as well as the portion of
-    // itself that corresponds to `@signature-params` line.
-    fn into_ascii(self) -> Result<(String, String), ImplementationError> {
+    /// Convert `SignatureBase` into its ASCII representation as well as the portion of
+    /// itself that corresponds to `@signature-params` line.
+    ///
+    /// (Self Capsule patch: public, so the caller can verify the base with its own
+    /// strict Ed25519 check instead of `MessageVerifier::verify`'s.)
+    pub fn into_ascii(self) -> Result<(String, String), ImplementationError> {
         let mut output = String::new();
 
         let mut signature_params_line_items: Vec<sfv::Item> = vec![];

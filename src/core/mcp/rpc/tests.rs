@@ -337,3 +337,17 @@ fn submit_needs_the_envelopes_agent_id() {
         assert_eq!(a.body["http_status"], 422);
     }
 }
+
+#[test]
+fn the_envelope_is_taken_as_sent_whitespace_and_escapes_included() {
+    let env = "{ \"seq\" : 1 ,\n  \"capsule\":{\"a\":\"\\u0041\"}   }";
+    let msg = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"self_submit","arguments":{{"envelope":{env}}}}}}}"#
+    );
+    assert_eq!(envelope_text(msg.as_bytes()), Some(env));
+    // An escaped member name is still the envelope.
+    let msg = msg.replace("\"envelope\"", "\"envel\\u006fpe\"");
+    assert_eq!(envelope_text(msg.as_bytes()), Some(env));
+    let none = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"self_read","arguments":{"agent_id":"x"}}}"#;
+    assert_eq!(envelope_text(none.as_bytes()), None);
+}
