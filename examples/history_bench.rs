@@ -19,7 +19,7 @@
 use self_capsule::core::crypto::{write_digest, AgentKey};
 use self_capsule::core::history::export::ExportBundle;
 use self_capsule::core::history::{
-    append, verify_export, HistoryIndex, Keyring, NewVersion, Query, ServiceKey,
+    append, verify_export, HistoryIndex, Keyring, NewVersion, Query, ServiceKey, Viewer,
 };
 use self_capsule::core::jcs;
 use self_capsule::core::json::{parse_str, Json};
@@ -147,7 +147,12 @@ fn main() {
     let index_text = serde_json::to_string(&index).unwrap();
     time("history_body/parse_index_100_and_page_20", 500, || {
         let idx: HistoryIndex = serde_json::from_str(&index_text).unwrap();
-        let sel = idx.select(&Query::default()).unwrap();
+        let anyone = Viewer {
+            owner: &idx.agent_id,
+            reader: None,
+            now_ms: 0,
+        };
+        let sel = idx.select(&Query::default(), &anyone).unwrap();
         let page: Vec<String> = sel
             .sequences
             .iter()

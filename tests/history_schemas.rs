@@ -7,7 +7,7 @@ mod support;
 use self_capsule::core::crypto::AgentKey;
 use self_capsule::core::history::export::ExportBundle;
 use self_capsule::core::history::{
-    verify_chain, verify_export, Entry, HistoryIndex, Keyring, KeysDoc, Query, ServiceKey,
+    verify_chain, verify_export, Entry, HistoryIndex, Keyring, KeysDoc, Query, ServiceKey, Viewer,
 };
 use self_capsule::core::jcs;
 use self_capsule::core::json::parse_str;
@@ -28,6 +28,12 @@ fn assert_valid(schema: &str, v: &Value) {
 
 /// Three accepted writes through the real pipeline, retention 2.
 fn chain() -> (Vec<Entry>, HistoryIndex, Keyring) {
+    chain_of(|_| None)
+}
+
+/// Three accepted writes, version `seq` with the `access_control` `access`
+/// gives it (none: public), retention 2.
+fn chain_of(access: impl Fn(u64) -> Option<Value>) -> (Vec<Entry>, HistoryIndex, Keyring) {
     let (tiers, _) = TierTable::default().with_overrides(|k| match k {
         "FREE_HISTORY_RETAINED" => Some("2".into()),
         "FREE_WRITES_PER_24H" => Some("10".into()),
@@ -45,6 +51,12 @@ fn chain() -> (Vec<Entry>, HistoryIndex, Keyring) {
     let mut entries = Vec::new();
     for seq in 1..=3u64 {
         capsule["self_motto"] = Value::from(format!("Version {seq}."));
+        match access(seq) {
+            Some(a) => capsule["access_control"] = a,
+            None => {
+                capsule.as_object_mut().unwrap().remove("access_control");
+            }
+        }
         let c = parse_str(&capsule.to_string()).unwrap();
         let body = jcs::canonicalize(&agent.sign_envelope(seq, &c));
         let cand = check(
@@ -86,7 +98,7 @@ fn entries_and_history_pages_match_their_schemas() {
             )
         }
         .unwrap();
-        let sel = index.select(&query).unwrap();
+        let sel = index.select(&query, &anyone(&index)).unwrap();
         let texts: Vec<String> = sel
             .sequences
             .iter()
@@ -95,6 +107,64 @@ fn entries_and_history_pages_match_their_schemas() {
         let body: Value = serde_json::from_str(&index.history_body(&sel, &texts)).unwrap();
         assert_valid("history.schema.json", &body);
     }
+}
+
+fn anyone(index: &HistoryIndex) -> Viewer<'_> {
+    Viewer {
+        owner: &index.agent_id,
+        reader: None,
+        now_ms: T0,
+    }
+}
+
+/// Versions 2 and 3 private, 3 retained with 2 (retention 2): an unsigned
+/// reader's history.json, export and offline report, with withheld versions
+/// and a pruned cursor.
+#[test]
+fn withheld_versions_match_their_schemas() {
+    let (entries, index, ring) =
+        chain_of(|seq| (seq == 2).then(|| serde_json::json!({"public": false})));
+    let viewer = anyone(&index);
+    for query in [
+        Query::default(),
+        Query::parse([("since", entries[0].cursor.as_str())]).unwrap(),
+    ] {
+        let sel = index.select(&query, &viewer).unwrap();
+        let texts: Vec<String> = sel
+            .sequences
+            .iter()
+            .map(|s| {
+                index
+                    .shown(*s, entries[*s as usize].stored_text(), &viewer)
+                    .unwrap()
+            })
+            .collect();
+        let body: Value = serde_json::from_str(&index.history_body(&sel, &texts)).unwrap();
+        assert_valid("history.schema.json", &body);
+        assert!(body.to_string().contains("\"withheld\":true"), "{body}");
+    }
+    // Version 1 is pruned: since it says how many newer ones went with it.
+    let sel = index
+        .select(
+            &Query::parse([("since", entries[0].cursor.as_str())]).unwrap(),
+            &viewer,
+        )
+        .unwrap();
+    assert_eq!(sel.pruned_since, Some(0));
+    let stored: Vec<String> = entries[index.head.first_sequence as usize..]
+        .iter()
+        .map(Entry::stored_text)
+        .collect();
+    let bundle =
+        serde_json::to_value(ExportBundle::for_viewer(&index, &stored, &ring, &viewer).unwrap())
+            .unwrap();
+    assert_valid("export.schema.json", &bundle);
+    let report = verify_export(&parse_str(&bundle.to_string()).unwrap());
+    assert_eq!(report.withheld, [1]);
+    assert_valid(
+        "verify.schema.json",
+        &serde_json::to_value(&report).unwrap(),
+    );
 }
 
 #[test]

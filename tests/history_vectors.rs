@@ -9,7 +9,7 @@
 //! fails when files and list drift apart.
 
 use self_capsule::core::crypto::{write_digest, AgentKey};
-use self_capsule::core::history::export::{ExportBundle, ExportEntry};
+use self_capsule::core::history::export::{ExportBundle, ExportEntry, ExportItem};
 use self_capsule::core::history::{
     append, fingerprint, sha3_hex, verify_export, verify_export_with, ChainHead, CheckName, Entry,
     HistoryIndex, Keyring, NewVersion, Seal, ServiceKey, VerifyOptions,
@@ -119,6 +119,14 @@ fn export_entry(e: &Entry) -> ExportEntry {
     }
 }
 
+/// Bundle item `i`, which these vectors always build as a readable entry.
+fn entry_mut(b: &mut ExportBundle, i: usize) -> &mut ExportEntry {
+    match &mut b.entries[i] {
+        ExportItem::Entry(e) => e,
+        ExportItem::Withheld(_) => panic!("item {i} is withheld"),
+    }
+}
+
 fn reseal(e: &mut Entry, key: &ServiceKey) {
     e.seal = Seal::make(key, e.canonical().as_bytes());
 }
@@ -130,7 +138,7 @@ fn reseal_head(h: &mut ChainHead, key: &ServiceKey) {
 /// Replaces the first `from` in entry `i`'s canonical text by `to` (the
 /// bytes change; hash and seal stay as they were).
 fn edit_text(b: &mut ExportBundle, i: usize, from: &str, to: &str) {
-    let t = &mut b.entries[i].canonical;
+    let t = &mut entry_mut(b, i).canonical;
     assert!(t.contains(from), "entry {i} has no {from:?}");
     *t = t.replacen(from, to, 1);
 }
@@ -219,7 +227,8 @@ fn build_cases() -> Vec<Case> {
         b,
     );
     let mut b = bundle(&base());
-    b.entries[1].seal.hash = flip_hex(&b.entries[1].seal.hash);
+    let e = entry_mut(&mut b, 1);
+    e.seal.hash = flip_hex(&e.seal.hash);
     case(
         "flipped_byte_hash",
         "The first hex digit of entry 1's hash changed: it does not match the bytes, the seal does not cover it, and entry 2's previous_hash no longer points at it.",
@@ -258,7 +267,7 @@ fn build_cases() -> Vec<Case> {
 
     let mut b = bundle(&base());
     let other = chain(1, 100, |_| "An alternative past.".into());
-    b.entries[0] = export_entry(&other.all[0]);
+    b.entries[0] = ExportItem::Entry(export_entry(&other.all[0]));
     case(
         "substituted_genesis",
         "The genesis replaced by another, fully valid genesis (signed by the agent, sealed by the service): entry 1's previous_hash and prev_cursor no longer match it.",
@@ -292,7 +301,7 @@ fn build_cases() -> Vec<Case> {
     );
 
     let mut b = bundle(&base());
-    let e = &mut b.entries[2];
+    let e = entry_mut(&mut b, 2);
     e.seal.service_signature = hex::encode(stranger().sign(e.seal.hash.as_bytes()));
     case(
         "forged_seal",
@@ -302,7 +311,7 @@ fn build_cases() -> Vec<Case> {
         b,
     );
     let mut b = bundle(&base());
-    let e = &mut b.entries[2];
+    let e = entry_mut(&mut b, 2);
     e.seal.service_signature = hex::encode(stranger().sign(e.seal.hash.as_bytes()));
     e.seal.signed_by = fingerprint(&stranger().public_key());
     case(
@@ -360,8 +369,9 @@ fn build_cases() -> Vec<Case> {
     );
 
     let mut b = bundle(&base());
-    let value: Value = serde_json::from_str(&b.entries[0].canonical).unwrap();
-    b.entries[0].canonical = serde_json::to_string_pretty(&value).unwrap();
+    let e = entry_mut(&mut b, 0);
+    let value: Value = serde_json::from_str(&e.canonical).unwrap();
+    e.canonical = serde_json::to_string_pretty(&value).unwrap();
     case(
         "non_canonical_text",
         "Entry 0's text replaced by the same JSON pretty-printed: the hash covers exact RFC 8785 bytes, so it no longer matches.",

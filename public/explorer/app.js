@@ -153,9 +153,11 @@ function show(t, ctx) {
 
   $("result").hidden = false;
   const n = entries.length;
+  const held = entries.filter((e) => e.withheld).length;
+  const heldNote = held ? ` ${held} withheld (written private).` : "";
   status(
     r.valid
-      ? `Verified: ${n} ${n === 1 ? "entry" : "entries"}, every check passes.`
+      ? `Verified: ${n} ${n === 1 ? "entry" : "entries"}, every check passes.${heldNote}`
       : `Not verified: ${r.checks ? failingChecks(r).join(", ") : "see below"} failed.`,
     r.valid ? "ok" : "bad",
   );
@@ -401,28 +403,37 @@ function drawTimeline(entries) {
   const bad = entries.filter((e) => e.failures.length).length;
   $("timeline-summary").textContent =
     `${entries.length} retained ${entries.length === 1 ? "version" : "versions"}, newest first` +
-    (bad ? `; ${bad} with a failing check.` : "; every one passes every check.");
+    (bad ? `; ${bad} with a failing check.` : "; every one passes every check.") +
+    (entries.some((e) => e.withheld) ? " Withheld versions were written private." : "");
   for (const t of [...entries].reverse()) {
     const e = t.entry;
+    const w = t.withheld;
     const ok = t.failures.length === 0;
     const checks = [...new Set(t.failures.map((f) => f.check))];
+    const badge = !ok ? `✗ failed: ${checks.join(", ")}` : w ? "◌ withheld" : "✓ verified";
+    const title = e
+      ? el("strong", {}, `Entry ${e.sequence}`)
+      : w
+        ? el("strong", {}, `Entry ${w.sequence}`)
+        : el("strong", {}, `Item ${t.position} (unreadable)`);
     const item = el(
       "li",
-      { id: `entry-${t.position}`, class: `entry ${ok ? "ok" : "bad"}`, tabindex: "-1" },
+      { id: `entry-${t.position}`, class: `entry ${ok ? (w ? "withheld" : "ok") : "bad"}`, tabindex: "-1" },
       el(
         "p",
         { class: "entry-title" },
-        el("span", { class: "badge" }, ok ? "✓ verified" : `✗ failed: ${checks.join(", ")}`),
+        el("span", { class: "badge" }, badge),
         " ",
-        e ? el("strong", {}, `Entry ${e.sequence}`) : el("strong", {}, `Item ${t.position} (unreadable)`),
+        title,
         e ? ` · seq ${e.seq} · accepted ${e.accepted_at}` : "",
+        w ? " · written private: its place and seal are checked, its content is not shown to this reader" : "",
       ),
     );
-    if (e) {
+    if (e || w) {
       const dl = el("dl", { class: "facts small" });
-      fact(dl, "Cursor", e.cursor, true);
-      fact(dl, "Hash", short(e.hash), true);
-      fact(dl, "Sealed by", e.signed_by, true);
+      if (e) fact(dl, "Cursor", e.cursor, true);
+      fact(dl, "Hash", short(e ? e.hash : w.hash), true);
+      fact(dl, "Sealed by", e ? e.signed_by : w.signed_by, true);
       item.append(dl);
     }
     if (!ok) {

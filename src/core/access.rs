@@ -7,6 +7,7 @@ use crate::core::json::Json;
 use crate::core::model::ReadScope;
 use crate::core::time::parse_timestamp;
 use crate::core::urls::Doc;
+use serde::{Deserialize, Serialize};
 
 /// The scope a document needs.
 pub fn scope_of(doc: &Doc<'_>) -> ReadScope {
@@ -38,6 +39,76 @@ pub fn is_public(capsule: &Json) -> bool {
     }
 }
 
+/// One reader a private capsule grants a scope to, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// The reader's agent id.
+    pub agent_id: String,
+    /// When the grant ends (Unix ms; `None`: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<i64>,
+}
+
+/// Who may read one scope of a private capsule besides its owner: the
+/// grants of `access_control.authorized_readers` that cover the scope. Kept
+/// apart from the capsule for history: each retained version keeps the
+/// audience it was written with ([`crate::core::history::index`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Audience(pub Vec<Grant>);
+
+impl Audience {
+    /// The audience of `scope` of `capsule`; `None` when the capsule is public.
+    pub fn of(capsule: &Json, scope: ReadScope) -> Option<Audience> {
+        if is_public(capsule) {
+            return None;
+        }
+        let readers = capsule
+            .get("access_control")
+            .and_then(|a| a.get("authorized_readers"))
+            .and_then(Json::as_array)
+            .unwrap_or(&[]);
+        let grants = readers
+            .iter()
+            .filter_map(|r| match r {
+                // A bare agent id: every scope, no expiry.
+                Json::String(id) => Some(Grant {
+                    agent_id: id.clone(),
+                    until_ms: None,
+                }),
+                Json::Object(_) => {
+                    let covers = r
+                        .get("scopes")
+                        .and_then(Json::as_array)
+                        .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope.as_str())));
+                    let until_ms = match r.get("expires_at").and_then(Json::as_str) {
+                        None => None,
+                        // Every spelling the schema accepts evaluates (one parser
+                        // for both); anything else cannot have been written, and
+                        // fails closed.
+                        Some(t) => Some(parse_timestamp(t)?),
+                    };
+                    let agent_id = r.get("agent_id").and_then(Json::as_str)?.to_owned();
+                    covers.then_some(Grant { agent_id, until_ms })
+                }
+                _ => None,
+            })
+            .collect();
+        Some(Audience(grants))
+    }
+
+    /// Whether `reader` (a verified signer; `None`: unsigned) of `owner`'s
+    /// capsule is in this audience at `now_ms`: the owner always is.
+    pub fn admits(&self, owner: &str, reader: Option<&str>, now_ms: u64) -> bool {
+        let Some(reader) = reader else {
+            return false;
+        };
+        reader == owner
+            || self.0.iter().any(|g| {
+                g.agent_id == reader && g.until_ms.is_none_or(|until| (now_ms as i64) < until)
+            })
+    }
+}
+
 /// May `reader` (a verified signer's agent id; `None`: unsigned) read the
 /// document of `scope` of `owner`'s `capsule` at `now_ms`?
 pub fn decide(
@@ -47,43 +118,11 @@ pub fn decide(
     scope: ReadScope,
     now_ms: u64,
 ) -> Decision {
-    if is_public(capsule) {
-        return Decision::Public;
+    match Audience::of(capsule, scope) {
+        None => Decision::Public,
+        Some(a) if a.admits(owner, reader, now_ms) => Decision::Granted,
+        Some(_) => Decision::Hidden,
     }
-    let Some(reader) = reader else {
-        return Decision::Hidden;
-    };
-    if reader == owner || granted(capsule, reader, scope, now_ms) {
-        Decision::Granted
-    } else {
-        Decision::Hidden
-    }
-}
-
-/// Whether `authorized_readers` has a live grant of `scope` for `reader`.
-fn granted(capsule: &Json, reader: &str, scope: ReadScope, now_ms: u64) -> bool {
-    let readers = capsule
-        .get("access_control")
-        .and_then(|a| a.get("authorized_readers"))
-        .and_then(Json::as_array)
-        .unwrap_or(&[]);
-    readers.iter().any(|r| match r {
-        // A bare agent id: every scope, no expiry.
-        Json::String(id) => id == reader,
-        Json::Object(_) => {
-            r.get("agent_id").and_then(Json::as_str) == Some(reader)
-                && r.get("scopes")
-                    .and_then(Json::as_array)
-                    .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(scope.as_str())))
-                && match r.get("expires_at").and_then(Json::as_str) {
-                    None => true,
-                    // Every spelling the schema accepts evaluates (one parser for
-                    // both); anything else cannot have been written, and fails closed.
-                    Some(t) => parse_timestamp(t).is_some_and(|until| (now_ms as i64) < until),
-                }
-        }
-        _ => false,
-    })
 }
 
 #[cfg(test)]

@@ -76,6 +76,23 @@ impl Close {
 }
 
 /// Whether one more watcher is taken, given how many the agent has and how
+/// Whether a request that asks for `Upgrade: websocket` is an opening
+/// handshake the runtime can complete (RFC 6455 §4.1: a `Sec-WebSocket-Key`
+/// of 16 bytes in base64, `Sec-WebSocket-Version: 13`). Anything else is
+/// answered by the service (426) rather than handed to the runtime, which
+/// would answer it with a plain-text 400 or 500 of its own.
+pub fn is_handshake(key: Option<&str>, version: Option<&str>) -> bool {
+    use base64::Engine as _;
+    let key_ok = key.is_some_and(|k| {
+        let k = k.trim();
+        k.len() == 24
+            && base64::engine::general_purpose::STANDARD
+                .decode(k)
+                .is_ok_and(|b| b.len() == 16)
+    });
+    key_ok && version.map(str::trim) == Some("13")
+}
+
 /// many of those came from the same address.
 pub fn admit(watching: usize, from_address: usize) -> Result<(), Close> {
     if watching >= WATCHERS_PER_AGENT {
@@ -157,6 +174,21 @@ pub fn parse_wait<K: AsRef<str>, V: AsRef<str>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_complete_opening_handshake_is_handed_to_the_runtime() {
+        // RFC 6455 §1.3's sample key.
+        let key = Some("dGhlIHNhbXBsZSBub25jZQ==");
+        assert!(is_handshake(key, Some("13")));
+        assert!(!is_handshake(None, Some("13")));
+        assert!(!is_handshake(key, None));
+        assert!(!is_handshake(key, Some("8")));
+        assert!(!is_handshake(Some("not base64 at all!!!!!!!"), Some("13")));
+        assert!(
+            !is_handshake(Some("dGhlIHNhbXBsZQ=="), Some("13")),
+            "not 16 bytes"
+        );
+    }
 
     #[test]
     fn caps_count_the_agent_first_then_the_address() {

@@ -26,6 +26,7 @@ use super::config::{
     AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, NONCE_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING,
 };
 use crate::core::crypto::AgentId;
+use crate::core::history::Viewer;
 use crate::core::limits::Tier;
 use crate::core::read_auth::Admit;
 use crate::core::upgrade::outcome::PaymentRecord;
@@ -59,8 +60,8 @@ const CALL_HEADER: &str = "x-selfcap-call";
 pub enum AgentCall {
     /// Decide and (if accepted) commit a PUT.
     Write(WriteCall),
-    /// Assemble the export bundle from the object's storage.
-    Export,
+    /// Assemble the export bundle from the object's storage, for one reader.
+    Export(ExportCall),
     /// Quote an upgrade (the invoice is stored in the agent's object).
     Quote(QuoteCall),
     /// Verify and credit a claim.
@@ -69,6 +70,15 @@ pub enum AgentCall {
     Watch(WatchCall),
     /// Hold a head.json long-poll until the next commit or the deadline.
     Wait(WaitCall),
+}
+
+/// An export for one reader (versions it may not see are withheld).
+#[derive(Serialize, Deserialize)]
+pub struct ExportCall {
+    /// The verified signer, if the read was signed.
+    pub reader: Option<String>,
+    /// "Now" (Unix ms; grant expiry).
+    pub now_ms: u64,
 }
 
 /// A watch the Worker admitted (the request was a WebSocket upgrade; a
@@ -280,11 +290,20 @@ impl Waited {
     }
 }
 
-/// Worker side: asks the agent's object for its export bundle; `None`
-/// before its first write.
-pub async fn export(env: &Env, agent: &AgentId) -> worker::Result<Option<Exported>> {
+/// Worker side: asks the agent's object for its export bundle as `viewer`
+/// may have it; `None` before its first write.
+pub async fn export(
+    env: &Env,
+    agent: &AgentId,
+    viewer: &Viewer<'_>,
+) -> worker::Result<Option<Exported>> {
+    let call = ExportCall {
+        reader: viewer.reader.map(str::to_owned),
+        now_ms: viewer.now_ms,
+    };
     let mut init = RequestInit::new();
-    init.with_method(Method::Get);
+    init.with_method(Method::Post)
+        .with_body(Some(serde_json::to_string(&call)?.into()));
     let req = Request::new_with_init(EXPORT_URL, &init)?;
     let resp = agent_stub(env, agent)?.fetch_with_request(req).await?;
     match resp.status_code() {
@@ -319,7 +338,7 @@ impl AgentCall {
                 };
                 Ok(Some(AgentCall::Write(call)))
             }
-            Method::Get if is(EXPORT_URL) => Ok(Some(AgentCall::Export)),
+            Method::Post if is(EXPORT_URL) => Ok(Some(AgentCall::Export(json_of(&req).await?))),
             Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(json_of(&req).await?))),
             Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(json_of(&req).await?))),
             Method::Post if is(WAIT_URL) => Ok(Some(AgentCall::Wait(json_of(&req).await?))),

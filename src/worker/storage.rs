@@ -36,6 +36,20 @@ pub async fn texts<const N: usize>(
     Ok(keys.map(|k| found.get(&k.into()).as_string()))
 }
 
+/// The most keys one storage `get` takes.
+const GET_MAX_KEYS: usize = 128;
+
+/// The text values at any number of `keys`, in order (`None`: absent),
+/// fetched [`GET_MAX_KEYS`] at a time.
+pub async fn texts_of(storage: &Storage, keys: &[String]) -> worker::Result<Vec<Option<String>>> {
+    let mut out = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(GET_MAX_KEYS) {
+        let found = storage.get_multiple(chunk.to_vec()).await?;
+        out.extend(chunk.iter().map(|k| found.get(&k.into()).as_string()));
+    }
+    Ok(out)
+}
+
 /// Parses what [`texts`] found at `key`.
 pub fn parse<T: DeserializeOwned>(key: &str, text: Option<String>) -> worker::Result<Option<T>> {
     match text {

@@ -396,6 +396,25 @@ test("an unknown agent, a private capsule and a malformed id are each said plain
   await page.locator("#status", { hasText: "64 hexadecimal characters" }).waitFor();
 });
 
+test("an agent whose earlier versions were private: verified, with those versions shown as withheld, their text nowhere", async () => {
+  const a = newAgent();
+  const secretMotto = "Private at first: kept to ourselves.";
+  const priv = exampleCapsule(a.agentId, { self_motto: secretMotto, access_control: { public: false } });
+  assert.equal((await publish(w, a, 1, priv)).status, 200);
+  assert.equal((await publish(w, a, 2, exampleCapsule(a.agentId, { self_motto: "Public now." }))).status, 200);
+  await page.goto(`${origin}/explorer?agent=${a.agentId}`);
+  await waitForVerdict(/./);
+  assert.match(await text("#status"), /^Verified: 2 entries, every check passes\. 1 withheld \(written private\)\.$/);
+  const first = await entryAt(0);
+  assert.match(first.cls, /\bwithheld\b/);
+  assert.match(first.title, /withheld/);
+  assert.match(first.title, /Entry 0/);
+  const second = await entryAt(1);
+  assert.match(second.cls, /\bok\b/);
+  assert.ok(!(await page.content()).includes(secretMotto), "the private version's text reached the page");
+  assert.deepEqual(await axeViolations(), []);
+});
+
 test("keyboard only: tab to the id, type it, Enter; the URL then names the agent", async () => {
   await page.goto(`${origin}/explorer`);
   const order = [];

@@ -188,7 +188,7 @@ test("since returns exactly the newer versions; paging forward and back covers e
   assert.equal(unknown.headers.get("cache-control"), "no-store");
 });
 
-test("pruning: retention keeps the newest entries; pruned cursors give 410 and 404, KV forgets them", async () => {
+test("pruning: retention keeps the newest entries; a pruned cursor answers the window and what was missed; pruned snapshots are 404; KV forgets them", async () => {
   const a = newAgent();
   const cursors = await writes(a, 5); // retention 3: sequences 2, 3, 4 stay
   const h = (await w.fetch(historyPath(a.agentId))).json;
@@ -201,12 +201,18 @@ test("pruning: retention keeps the newest entries; pruned cursors give 410 and 4
   assert.equal(h.chain_head.first_previous_hash, h.versions[2].previous_hash);
   assert.notEqual(h.versions[2].previous_hash, null);
 
-  for (const gone of [cursors[0]]) {
-    const r = await w.fetch(historyPath(a.agentId, `?since=${gone}`));
-    assert.equal(r.status, 410, r.text);
-    assert.equal(r.json.error, "cursor_not_found");
-    assert.equal(r.json.history_url, historyPath(a.agentId));
-  }
+  // A cursor this agent published whose version is pruned: every retained
+  // version, and how many newer ones were pruned with it (version 1 here).
+  const old = await w.fetch(historyPath(a.agentId, `?since=${cursors[0]}`));
+  assert.equal(old.status, 200, old.text);
+  assert.deepEqual(old.json.versions.map((v) => v.cursor), [cursors[4], cursors[3], cursors[2]]);
+  assert.equal(old.json.pruned_since, 1);
+  assert.equal(old.json.up_to_date, false);
+  // One it never published is still a 410.
+  const never = await w.fetch(historyPath(a.agentId, `?since=sha256:${"e".repeat(64)}`));
+  assert.equal(never.status, 410, never.text);
+  assert.equal(never.json.error, "cursor_not_found");
+  assert.equal(never.json.history_url, historyPath(a.agentId));
   // The state right before the window still works as a `since`.
   const edge = await w.fetch(historyPath(a.agentId, `?since=${cursors[1]}`));
   assert.equal(edge.status, 200);
@@ -257,7 +263,12 @@ test("the free tier keeps only the latest entry and the chain head", async () =>
     assert.equal(h.versions[0].cursor, cursors[2]);
     assert.equal(h.pruned, 2);
     assert.equal(h.chain_head.length, 3);
-    assert.equal((await v.fetch(historyPath(a.agentId, `?since=${cursors[0]}`))).status, 410);
+    // A pruned cursor it published: the latest, and the one version in between that is gone.
+    const since = await v.fetch(historyPath(a.agentId, `?since=${cursors[0]}`));
+    assert.equal(since.status, 200, since.text);
+    assert.deepEqual(since.json.versions.map((x) => x.cursor), [cursors[2]]);
+    assert.equal(since.json.pruned_since, 1);
+    assert.equal((await v.fetch(historyPath(a.agentId, `?since=sha256:${"d".repeat(64)}`))).status, 410);
     assert.equal((await v.fetch(snapshotPath(a.agentId, cursors[1]))).status, 404);
     const rep = (await v.fetch(verifyPath(a.agentId))).json;
     assert.equal(rep.valid, true);

@@ -396,3 +396,32 @@ test("self_submit holds the envelope to the PUT's byte cap over the bytes sent: 
   const ok = await rpc(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"self_submit","arguments":{"envelope":${valid}}}}`);
   assert.equal(ok.json.result.isError, false, ok.text);
 });
+
+test("self_history since_cursor of a free agent's pruned version answers what is retained and how many were missed", async () => {
+  // Default limits: the free tier retains only the latest version.
+  const v = await startWorker();
+  try {
+    const a = newAgent();
+    const cursors = [];
+    for (let seq = 1; seq <= 3; seq++) {
+      const r = await publish(v, a, seq, exampleCapsule(a.agentId, { self_motto: `Free ${seq}.` }), { now: T0 + seq * 1000 });
+      assert.equal(r.status, 200, r.text);
+      cursors.push(r.json.cursor);
+    }
+    const call = (since) =>
+      v.fetch("/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_history", arguments: { agent_id: a.agentId, since_cursor: since } } }),
+      });
+    const r = await call(cursors[0]);
+    assert.equal(r.json.result.isError, false, r.text);
+    const body = JSON.parse(r.json.result.content[0].text);
+    assert.deepEqual(body.versions.map((x) => x.cursor), [cursors[2]]);
+    assert.equal(body.pruned_since, 1);
+    const never = JSON.parse((await call(`sha256:${"b".repeat(64)}`)).json.result.content[0].text);
+    assert.equal(never.error, "cursor_not_found");
+  } finally {
+    await v.close();
+  }
+});

@@ -260,3 +260,95 @@ test("grants with a numeric offset or any fraction grant until their instant", a
   }
   assert.equal((await signedGet(lapsed, path)).status, 404, "an expired grant in an offset spelling has expired");
 });
+
+test("a version written private stays private when the capsule goes public: withheld on every history path, for whoever it did not grant", async () => {
+  const o = newAgent();
+  const reader = newAgent(); // granted READ_HISTORY by version 1 only
+  const mottos = ["First, private: for the reader.", "Second, private: nobody else.", "Third, public."];
+  const caps = [
+    exampleCapsule(o.agentId, { self_motto: mottos[0], access_control: { public: false, authorized_readers: [{ agent_id: reader.agentId, scopes: ["READ_HISTORY"] }] } }),
+    exampleCapsule(o.agentId, { self_motto: mottos[1], access_control: { public: false } }),
+    exampleCapsule(o.agentId, { self_motto: mottos[2] }),
+  ];
+  for (let i = 0; i < 3; i++) assert.equal((await publish(w, o, i + 1, caps[i])).status, 200);
+  const id = o.agentId;
+  const hist = `/self/${id}/history.json`;
+  const leaks = (text) => [mottos[0], mottos[1], cursorOf(caps[0])].filter((x) => text.includes(x));
+
+  // Unsigned, and under /api/v1 too: the public version whole, the private ones withheld.
+  for (const path of [hist, `/api/v1/self/${id}/history.json`]) {
+    const h = await get(path);
+    assert.equal(h.status, 200, h.text);
+    assert.deepEqual(leaks(h.text), [], path);
+    assert.deepEqual(h.json.versions.map((v) => (v.withheld ? `withheld ${v.sequence}` : v.capsule.self_motto)), [
+      mottos[2],
+      "withheld 1",
+      "withheld 0",
+    ]);
+    const w1 = h.json.versions[1];
+    assert.deepEqual(Object.keys(w1).sort(), ["hash", "previous_hash", "sequence", "service_signature", "signed_by", "withheld"]);
+    assert.equal(h.json.versions[0].previous_hash, w1.hash, "the chain links through the withheld version");
+  }
+  // The export withholds them too; snapshots of them are the never-published 404, conditional or not.
+  const ex = await get(`/self/${id}/export.json`);
+  assert.equal(ex.status, 200);
+  assert.deepEqual(leaks(ex.text), []);
+  assert.deepEqual(ex.json.entries.map((e) => Boolean(e.withheld)), [true, true, false]);
+  const never = await get(`/self/${id}/snapshot/${"f".repeat(64)}.json`);
+  for (const c of [caps[0], caps[1]]) {
+    const hex = cursorOf(c).slice(7);
+    for (const headers of [{}, { "if-none-match": `"${ex.json.entries[caps.indexOf(c)].hash}"` }]) {
+      const s = await get(`/self/${id}/snapshot/${hex}.json`, headers);
+      assert.equal(s.status, 404, JSON.stringify(headers));
+      assert.equal(s.text, never.text);
+    }
+  }
+  assert.equal((await get(`/self/${id}/snapshot/${cursorOf(caps[2]).slice(7)}.json`)).status, 200);
+  // A cursor only a private version had: as unknown as one never published.
+  assert.equal((await get(`${hist}?since=${cursorOf(caps[0])}`)).status, 410);
+  // The MCP door withholds them the same way.
+  const mcp = await w.fetch("/mcp", {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_history", arguments: { agent_id: id } } }),
+  });
+  const tool = JSON.parse(mcp.json.result.content[0].text);
+  assert.deepEqual(tool.versions, [tool.versions[0], { sequence: 1, withheld: true }, { sequence: 0, withheld: true }]);
+  assert.deepEqual(leaks(mcp.text), []);
+
+  // The reader its own grant named sees version 1, not version 2; the owner sees everything.
+  const mine = await signedGet(reader, hist);
+  assert.deepEqual(mine.json.versions.map((v) => (v.withheld ? "withheld" : v.capsule.self_motto)), [mottos[2], "withheld", mottos[0]]);
+  assert.equal((await signedGet(reader, `/self/${id}/snapshot/${cursorOf(caps[0]).slice(7)}.json`)).status, 200);
+  const owned = await signedGet(o, hist);
+  assert.deepEqual(owned.json.versions.map((v) => v.capsule.self_motto), [mottos[2], mottos[1], mottos[0]]);
+  const ownExport = await signedGet(o, `/self/${id}/export.json`);
+  assert.ok(ownExport.json.entries.every((e) => e.canonical), "nothing withheld from the owner");
+
+  // Offline, the CLI verifies the unsigned export: valid, the two reported withheld, not failed.
+  const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { execFile } = await import("node:child_process");
+  const { SELFCAP_BIN, requireSelfcap } = await import("./cli-helpers.mjs");
+  requireSelfcap();
+  const dir = mkdtempSync(join(tmpdir(), "selfcap-withheld-"));
+  try {
+    const file = join(dir, "export.json");
+    writeFileSync(file, ex.text);
+    const keys = join(dir, "keys.json");
+    writeFileSync(keys, (await get("/api/v1/self/keys")).text);
+    const run = (args) =>
+      new Promise((resolve) => execFile(SELFCAP_BIN, args, { env: { ...process.env, HOME: dir } }, (e, stdout, stderr) => resolve({ code: e ? e.code : 0, stdout, stderr })));
+    const text = await run(["verify", "--export", file, "--keys", keys]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^valid: /);
+    assert.match(text.stdout, /withheld\s+entries 0, 1/);
+    const report = JSON.parse((await run(["verify", "--export", file, "--keys", keys, "--json"])).stdout);
+    assert.equal(report.valid, true);
+    assert.equal(report.level, "auth");
+    assert.deepEqual(report.withheld, [0, 1]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

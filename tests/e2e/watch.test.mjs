@@ -355,7 +355,7 @@ async function rawExchange(method, path, extraHeaders = {}, body = null) {
   });
 }
 
-test("a WebSocket upgrade by another method is a JSON 405, and a preflight with it a 204: never the runtime's 500", async () => {
+test("a WebSocket upgrade by another method is a JSON 405 (or 426 without a handshake), and a preflight with it a 204, not the runtime's 500", async () => {
   const a = newAgent();
   const upgrade = { Upgrade: "websocket", Connection: "Upgrade", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13" };
   // Node's http client (and most others) frame a POST/PUT/PATCH body with Content-Length or chunked.
@@ -371,6 +371,15 @@ test("a WebSocket upgrade by another method is a JSON 405, and a preflight with 
   const pre = await rawExchange("OPTIONS", watchPath(a.agentId), { ...upgrade, Origin: "https://app.example", "Access-Control-Request-Method": "GET" });
   assert.equal(pre.status, 204);
   assert.equal(pre.headers["access-control-allow-methods"], "GET, OPTIONS");
+  // An upgrade without a complete opening handshake (no Sec-WebSocket-Key /
+  // Version), by any method: the service's JSON 426, not the runtime's plain 400 or 500.
+  for (const method of ["GET", "DELETE", "HEAD", "PUT"]) {
+    const r = await rawExchange(method, watchPath(a.agentId), { Upgrade: "websocket", Connection: "Upgrade" });
+    assert.ok([426, 405].includes(r.status), `${method}: ${r.status} ${r.body}`);
+    assert.match(r.headers["content-type"], /^application\/json/, method);
+    assert.equal(r.headers["access-control-allow-origin"], "*", method);
+    if (method !== "HEAD") assert.ok(["websocket_required", "method_not_allowed"].includes(JSON.parse(r.body).error), method);
+  }
   // The real handshake is still a 101.
   const ok = await rawExchange("GET", watchPath(a.agentId), upgrade);
   assert.equal(ok.status, 101);

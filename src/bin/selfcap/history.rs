@@ -90,6 +90,13 @@ fn print_history(page: &serde_json::Value) {
         .map(Vec::as_slice)
         .unwrap_or(&[])
     {
+        if v["withheld"] == true {
+            out.push_str(&format!(
+                "entry {} withheld (written private; not readable by this reader)\n",
+                s(&v["sequence"])
+            ));
+            continue;
+        }
         out.push_str(&format!(
             "seq {} {} accepted {} (entry {})\n",
             s(&v["seq"]),
@@ -105,6 +112,11 @@ fn print_history(page: &serde_json::Value) {
         s(&page["pruned"]),
         s(&page["total_writes"])
     ));
+    if let Some(n) = page["pruned_since"].as_u64().filter(|n| *n > 0) {
+        out.push_str(&format!(
+            "{n} newer version(s) after that cursor were pruned and are not shown\n"
+        ));
+    }
     if let Some(next) = page["next"].as_str() {
         out.push_str(&format!("more: {next}\n"));
     }
@@ -138,6 +150,13 @@ fn print_report(r: &Report) {
             let at = f.sequence.map_or("head".into(), |s| format!("entry {s}"));
             out.push_str(&format!("    {at}: {}\n", f.detail));
         }
+    }
+    if !r.withheld.is_empty() {
+        let list: Vec<String> = r.withheld.iter().map(u64::to_string).collect();
+        out.push_str(&format!(
+            "  withheld  entries {} (written private: place and seal checked, content not shown)\n",
+            list.join(", ")
+        ));
     }
     emit(&out);
 }

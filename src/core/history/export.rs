@@ -3,7 +3,8 @@
 //! bytes (as a JSON string) with its seal, the sealed chain head and the
 //! service keyring: everything needed to check it with no network.
 
-use super::verify::{Prev, Report, Verifier};
+use super::privacy::{is_withheld, Viewer, Withheld};
+use super::verify::{Newest, Prev, Report, Verifier};
 use super::{ChainHead, Entry, HistoryIndex, Keyring, Malformed, Seal, HASH_ALG, SEAL_ALG};
 use crate::core::crypto::is_lower_hex;
 use crate::core::json::{self, Json};
@@ -31,6 +32,17 @@ impl ExportEntry {
     }
 }
 
+/// One item of a bundle's `entries`: an entry, or one withheld from this
+/// reader (written private; its place and seal only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ExportItem {
+    /// The entry's exact hashed bytes and seal.
+    Entry(ExportEntry),
+    /// What a reader who may not see it gets instead.
+    Withheld(Withheld),
+}
+
 /// The export.json body: everything needed to verify the retained window
 /// offline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,8 +61,8 @@ pub struct ExportBundle {
     pub current_key: Option<String>,
     /// Fingerprint -> public key: every key a retained seal may name.
     pub keys: BTreeMap<String, String>,
-    /// The retained entries, oldest first.
-    pub entries: Vec<ExportEntry>,
+    /// The retained entries, oldest first (withheld ones in their place).
+    pub entries: Vec<ExportItem>,
 }
 
 impl ExportBundle {
@@ -58,18 +70,45 @@ impl ExportBundle {
     pub fn new(index: &HistoryIndex, entries: &[Entry], keyring: &Keyring) -> ExportBundle {
         let entries = entries
             .iter()
-            .map(|e| ExportEntry {
-                canonical: e.canonical(),
-                seal: e.seal.clone(),
+            .map(|e| {
+                ExportItem::Entry(ExportEntry {
+                    canonical: e.canonical(),
+                    seal: e.seal.clone(),
+                })
             })
             .collect();
         ExportBundle::from_parts(index, entries, keyring)
     }
 
-    /// From already-built entries (e.g. [`ExportEntry::from_stored`]).
+    /// The bundle as `viewer` may have it, from the retained entries' stored
+    /// texts (oldest first, one per index item): each version it may not see
+    /// withheld. `None` if the texts do not match the index (count, seals).
+    pub fn for_viewer(
+        index: &HistoryIndex,
+        stored: &[String],
+        keyring: &Keyring,
+        viewer: &Viewer<'_>,
+    ) -> Option<ExportBundle> {
+        if stored.len() != index.items.len() {
+            return None;
+        }
+        let mut previous_hash = index.head.first_previous_hash.as_deref();
+        let mut entries = Vec::with_capacity(stored.len());
+        for (item, text) in index.items.iter().zip(stored) {
+            entries.push(if index.sees(item.sequence, text, viewer) {
+                ExportItem::Entry(ExportEntry::from_stored(text)?)
+            } else {
+                ExportItem::Withheld(Withheld::of_stored(item.sequence, previous_hash, text)?)
+            });
+            previous_hash = Some(&item.hash);
+        }
+        Some(ExportBundle::from_parts(index, entries, keyring))
+    }
+
+    /// From already-built items (e.g. [`ExportEntry::from_stored`]).
     pub fn from_parts(
         index: &HistoryIndex,
-        entries: Vec<ExportEntry>,
+        entries: Vec<ExportItem>,
         keyring: &Keyring,
     ) -> ExportBundle {
         ExportBundle {
@@ -197,17 +236,26 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
         }
     }
 
-    let mut parsed: Vec<Entry> = Vec::with_capacity(items.len());
-    let mut last_readable = true;
+    let mut read: Vec<Item> = Vec::with_capacity(items.len());
     let mut prev_known = true;
     for (i, item) in items.iter().enumerate() {
+        let prev = match (read.last(), prev_known) {
+            (_, false) => Prev::Unknown,
+            (Some(Item::Entry(p, _)), true) => Prev::of(p),
+            (Some(Item::Withheld(w)), true) => Prev::withheld(w),
+            (None, true) => Prev::start(head.as_ref()),
+        };
         match read_item(item) {
             Err(e) => {
                 v.unreadable(i, None, &e.to_string());
                 prev_known = false;
-                last_readable = false;
             }
-            Ok((entry, text)) => {
+            Ok(Item::Withheld(w)) => {
+                v.withheld(&w, prev);
+                read.push(Item::Withheld(w));
+                prev_known = true;
+            }
+            Ok(Item::Entry(entry, text)) => {
                 if entry.canonical() != text {
                     v.fail(
                         super::CheckName::Chain,
@@ -215,28 +263,28 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
                         "canonical is not the RFC 8785 form of the entry",
                     );
                 }
-                let prev = match (parsed.last(), prev_known) {
-                    (_, false) => Prev::Unknown,
-                    (Some(p), true) => Prev::of(p),
-                    (None, true) => Prev::start(head.as_ref()),
-                };
                 v.entry(&entry, text.as_bytes(), prev);
-                parsed.push(entry);
+                read.push(Item::Entry(entry, text));
                 prev_known = true;
-                last_readable = true;
             }
         }
     }
-    let newest = if last_readable { parsed.last() } else { None };
+    // The newest item as the head is checked against it.
+    let newest = match (prev_known, read.last()) {
+        (false, _) => Newest::Unreadable,
+        (true, Some(Item::Entry(e, _))) => Newest::Entry(e),
+        (true, Some(Item::Withheld(w))) => Newest::Withheld(w),
+        (true, None) => Newest::Missing,
+    };
     if let Some(h) = &head {
-        v.head(h, newest, last_readable);
+        v.head(h, newest);
     } else if items.is_empty() {
         v.fail(super::CheckName::Chain, None, "there are no entries");
     }
-    let first_sequence = parsed.first().map(|e| e.sequence);
+    let first_sequence = read.first().map(Item::sequence);
     v.report(
         head.as_ref(),
-        newest,
+        newest.entry(),
         items.len() as u64,
         first_sequence,
         warnings,
@@ -244,8 +292,31 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
     )
 }
 
-/// One bundle entry: its parsed entry and the exact text that was hashed.
-pub(super) fn read_item(item: &Json) -> Result<(Entry, String), Malformed> {
+/// One readable bundle item.
+pub(super) enum Item {
+    /// An entry and the exact text that was hashed (boxed: most items are
+    /// entries, and an entry is three times a withheld one).
+    Entry(Box<Entry>, String),
+    /// A version withheld from this reader.
+    Withheld(Withheld),
+}
+
+impl Item {
+    /// Its `sequence`.
+    pub(super) fn sequence(&self) -> u64 {
+        match self {
+            Item::Entry(e, _) => e.sequence,
+            Item::Withheld(w) => w.sequence,
+        }
+    }
+}
+
+/// One bundle item: an entry with the exact text that was hashed, or a
+/// withheld one.
+pub(super) fn read_item(item: &Json) -> Result<Item, Malformed> {
+    if is_withheld(item) {
+        return Withheld::from_json(item).map(Item::Withheld);
+    }
     let s = |k: &str| -> Result<String, Malformed> {
         item.get(k)
             .and_then(Json::as_str)
@@ -261,5 +332,5 @@ pub(super) fn read_item(item: &Json) -> Result<(Entry, String), Malformed> {
     let value =
         json::parse_str(&text).map_err(|e| Malformed(format!("canonical is not JSON: {e}")))?;
     let entry = Entry::from_unsealed(&value, seal)?;
-    Ok((entry, text))
+    Ok(Item::Entry(Box::new(entry), text))
 }

@@ -6,8 +6,10 @@
 //! and the verify report); the entries themselves are stored one per key, so
 //! a read touches only the entries it returns.
 
+use super::privacy::{self, Access, PrunedCursors, Viewer};
 use super::verify::{Checks, Prev, Report, Verifier, WriteChecked};
 use super::{ChainHead, Entry, EntryFields, Hashed, HeadFields, Keyring, Seal, ServiceKey};
+use crate::core::access::Audience;
 use crate::core::jcs::normalize_cursor;
 use crate::core::json::Json;
 use crate::core::time::rfc3339;
@@ -38,6 +40,13 @@ pub struct HistoryIndex {
     pub items: Vec<IndexItem>,
     /// The verify report as of the last append (verify.json).
     pub report: Report,
+    /// The distinct audiences of the retained private versions (each item
+    /// names its own by index: [`Access::Private`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audiences: Vec<Audience>,
+    /// The cursors of the newest pruned versions (`since` still knows them).
+    #[serde(default, skip_serializing_if = "PrunedCursors::is_empty")]
+    pub pruned_cursors: PrunedCursors,
 }
 
 /// One retained entry, summarised: enough to select pages and follow
@@ -57,6 +66,10 @@ pub struct IndexItem {
     pub hash: String,
     /// The entry's `signed_by` (for key rotation warnings).
     pub signed_by: String,
+    /// Who may see this version: what its own `access_control` said when it
+    /// was appended (`privacy`).
+    #[serde(default)]
+    pub access: Access,
 }
 
 /// An accepted write, about to become an entry.
@@ -109,9 +122,21 @@ pub fn append(
     retained: u32,
     total_writes: u64,
 ) -> Appended {
-    let (mut items, old_head, old_checks) = match prev {
-        Some(p) => (p.items, Some(p.head), p.report.checks),
-        None => (Vec::new(), None, Checks::default()),
+    let (mut items, old_head, old_checks, mut audiences, mut pruned_cursors) = match prev {
+        Some(p) => (
+            p.items,
+            Some(p.head),
+            p.report.checks,
+            p.audiences,
+            p.pruned_cursors,
+        ),
+        None => (
+            Vec::new(),
+            None,
+            Checks::default(),
+            Vec::new(),
+            PrunedCursors::default(),
+        ),
     };
     let sequence = old_head.as_ref().map_or(0, |h| h.length);
     let body = EntryFields {
@@ -141,11 +166,15 @@ pub fn append(
         prev_cursor: entry.prev_cursor.clone(),
         hash: entry.seal.hash.clone(),
         signed_by: entry.seal.signed_by.clone(),
+        access: privacy::record_access(v.capsule, &mut audiences),
     });
     let keep = retained.max(1) as usize;
     let excess = items.len().saturating_sub(keep);
     let dropped: Vec<IndexItem> = items.drain(..excess).collect();
     let pruned: Vec<u64> = dropped.iter().map(|i| i.sequence).collect();
+    // Anything but a version known to be public is remembered as private.
+    pruned_cursors.push(&dropped, |i| i.access != Access::Public);
+    privacy::compact_audiences(&mut items, &mut audiences);
     let first_previous_hash = match dropped.last() {
         Some(d) => Some(d.hash.clone()),
         None => old_head
@@ -228,6 +257,8 @@ pub fn append(
             retained_limit: retained,
             items,
             report,
+            audiences,
+            pruned_cursors,
         },
         entry,
         pruned,
@@ -328,6 +359,9 @@ pub struct Selection {
     pub next: Option<String>,
     /// Forward queries (`since`/`after`) only: nothing newer exists.
     pub up_to_date: Option<bool>,
+    /// `since` named a pruned version: how many versions newer than it were
+    /// pruned too (not in this answer, gone for good).
+    pub pruned_since: Option<u64>,
 }
 
 impl HistoryIndex {
@@ -342,22 +376,58 @@ impl HistoryIndex {
         self.head.first_sequence
     }
 
-    /// The page `q` asks for: newest first, with the query of the next page.
-    pub fn select(&self, q: &Query) -> Result<Selection, QueryError> {
+    /// Whether `viewer` may know this version's cursor: it sees the version
+    /// (an unrecorded one, appended before access was recorded, counts as
+    /// seen here; its content is still decided from the entry itself).
+    fn knows(&self, item: &IndexItem, viewer: &Viewer<'_>) -> bool {
+        viewer.sees(item.access, &self.audiences).unwrap_or(true)
+    }
+
+    /// Where `since` points for `viewer`: the `sequence` versions newer than
+    /// it start after, and how many newer ones were pruned. A cursor counts
+    /// only where this viewer could have learnt it: a version it sees, or the
+    /// `prev_cursor` of one; then a pruned version (one written private only
+    /// for its owner). Anything else is as unknown as a cursor never published.
+    fn since_point(&self, cursor: &str, viewer: &Viewer<'_>) -> Option<(u64, Option<u64>)> {
+        let first = self.items.first().map_or(0, |i| i.sequence);
+        if let Some(i) = self.find_cursor(cursor) {
+            // Same cursor, same capsule, same audience: the newest decides.
+            if self.knows(i, viewer) {
+                return Some((i.sequence, None));
+            }
+        }
+        if let Some(i) = self
+            .items
+            .iter()
+            .rev()
+            .find(|i| i.prev_cursor.as_deref() == Some(cursor) && self.knows(i, viewer))
+        {
+            return Some((i.sequence.wrapping_sub(1), None));
+        }
+        let p = self.pruned_cursors.find(cursor)?;
+        if p.private && !viewer.is_owner() {
+            return None;
+        }
+        // Everything retained is newer; what lies between was pruned.
+        let missed = first.saturating_sub(p.sequence + 1);
+        Some((first.wrapping_sub(1), Some(missed)))
+    }
+
+    /// The page `q` asks for `viewer`: newest first, with the query of the
+    /// next page.
+    pub fn select(&self, q: &Query, viewer: &Viewer<'_>) -> Result<Selection, QueryError> {
         let limit = q.limit.clamp(1, MAX_LIMIT);
         let first = self.items.first().map_or(0, |i| i.sequence);
         let last = self.items.last().map(|i| i.sequence);
+        let mut pruned_since = None;
         // Forward: from just after a known point, oldest first, so a client
         // following `next` sees every version exactly once.
         let from = if let Some(c) = &q.since {
-            match self.find_cursor(c) {
-                Some(i) => Some(i.sequence),
-                // The state right before the window: everything retained is newer.
-                None if self.items.first().and_then(|i| i.prev_cursor.as_ref()) == Some(c) => {
-                    Some(first.wrapping_sub(1))
-                }
-                None => return Err(QueryError::CursorNotFound),
-            }
+            let (from, missed) = self
+                .since_point(c, viewer)
+                .ok_or(QueryError::CursorNotFound)?;
+            pruned_since = missed;
+            Some(from)
         } else if let Some(a) = q.after {
             // A gap (entries after `a` were pruned) or a sequence never
             // reached cannot be answered faithfully.
@@ -385,6 +455,7 @@ impl HistoryIndex {
                 sequences: page.iter().rev().map(|i| i.sequence).collect(),
                 next,
                 up_to_date: Some(newer.is_empty()),
+                pruned_since,
             });
         }
         // Backward (default): the newest first, older pages via `before`.
@@ -400,7 +471,61 @@ impl HistoryIndex {
             sequences: page.iter().rev().map(|i| i.sequence).collect(),
             next,
             up_to_date: None,
+            pruned_since: None,
         })
+    }
+
+    /// The retained item at `sequence` and the `hash` before it.
+    fn item_at(&self, sequence: u64) -> Option<(&IndexItem, Option<&str>)> {
+        let pos = self.items.iter().position(|i| i.sequence == sequence)?;
+        let before = match pos {
+            0 => self.head.first_previous_hash.as_deref(),
+            p => Some(self.items[p - 1].hash.as_str()),
+        };
+        Some((&self.items[pos], before))
+    }
+
+    /// Whether `viewer` sees the version at `sequence`, stored as `stored`.
+    pub fn sees(&self, sequence: u64, stored: &str, viewer: &Viewer<'_>) -> bool {
+        self.item_at(sequence)
+            .is_some_and(|(it, _)| viewer.sees_item(it.access, &self.audiences, stored))
+    }
+
+    /// `stored` (the entry at `sequence`) as `viewer` may have it: as it is,
+    /// or withheld. `None` when it cannot be shown either way (not retained,
+    /// or a stored text without its seal).
+    pub fn shown(&self, sequence: u64, stored: String, viewer: &Viewer<'_>) -> Option<String> {
+        let (it, before) = self.item_at(sequence)?;
+        if viewer.sees_item(it.access, &self.audiences, &stored) {
+            Some(stored)
+        } else {
+            serde_json::to_string(&privacy::Withheld::of_stored(sequence, before, &stored)?).ok()
+        }
+    }
+
+    /// Records the access of items appended before it was recorded, from
+    /// their stored texts (`sequence`, text); unreadable ones stay unrecorded.
+    pub fn record_unrecorded(&mut self, stored: &[(u64, String)]) {
+        for (sequence, text) in stored {
+            let Some(pos) = self.items.iter().position(|i| i.sequence == *sequence) else {
+                continue;
+            };
+            if self.items[pos].access != Access::Unrecorded {
+                continue;
+            }
+            if let Some(audience) = privacy::audience_of_stored(text) {
+                self.items[pos].access = privacy::access_of(audience, &mut self.audiences);
+            }
+        }
+    }
+
+    /// The `sequence`s of retained items whose access was never recorded.
+    pub fn unrecorded(&self) -> Vec<u64> {
+        self.items
+            .iter()
+            .filter(|i| i.access == Access::Unrecorded)
+            .map(|i| i.sequence)
+            .collect()
     }
 
     /// The history.json body: the selected entries' stored JSON texts
@@ -416,6 +541,8 @@ impl HistoryIndex {
             chain_head: &'a ChainHead,
             #[serde(skip_serializing_if = "Option::is_none")]
             up_to_date: Option<bool>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pruned_since: Option<u64>,
             next: Option<String>,
         }
         let meta = Meta {
@@ -426,6 +553,7 @@ impl HistoryIndex {
             pruned: self.pruned(),
             chain_head: &self.head,
             up_to_date: sel.up_to_date,
+            pruned_since: sel.pruned_since,
             next: sel
                 .next
                 .as_ref()

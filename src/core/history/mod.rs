@@ -24,6 +24,7 @@
 
 pub mod export;
 pub mod index;
+pub mod privacy;
 pub mod timeline;
 pub mod verify;
 
@@ -38,6 +39,7 @@ use std::ops::{Deref, DerefMut};
 
 pub use export::{verify_export, verify_export_with, ExportBundle, VerifyOptions};
 pub use index::{append, HistoryIndex, IndexItem, NewVersion, Query, QueryError, Selection};
+pub use privacy::{Access, Viewer, Withheld};
 pub use timeline::{timeline, Flag, Timeline, TimelineEntry};
 pub use verify::{verify_chain, Check, CheckName, Checks, Failure, Level, Report, WriteChecked};
 

@@ -31,16 +31,16 @@ fn build(n: u64, retained: u32) -> (Vec<Entry>, HistoryIndex) {
 }
 
 fn build_with(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> (Vec<Entry>, HistoryIndex) {
-    build_checked(n, retained, false, motto)
+    build_checked(n, retained, false, |a, i| capsule(a, &motto(i)))
 }
 
-/// `build_with`, each version appended with the `WriteChecked` a passing
-/// write check makes of it when `vouch`.
+/// `n` writes of the capsules `make` gives for seq 1..=n, each appended with
+/// the `WriteChecked` a passing write check makes of it when `vouch`.
 fn build_checked(
     n: u64,
     retained: u32,
     vouch: bool,
-    motto: impl Fn(u64) -> String,
+    make: impl Fn(&AgentKey, u64) -> Json,
 ) -> (Vec<Entry>, HistoryIndex) {
     let a = agent();
     let (key, ring) = (service(), ring());
@@ -48,7 +48,7 @@ fn build_checked(
     let mut all = Vec::new();
     let mut prev_cursor: Option<String> = None;
     for i in 1..=n {
-        let c = capsule(&a, &motto(i));
+        let c = make(&a, i);
         let cursor = crate::core::jcs::cursor(&c);
         let sig = hex::encode(a.sign(&write_digest(&a.agent_id(), i, &c)));
         let checked = WriteChecked::new(&cursor, i, &sig);
@@ -320,6 +320,15 @@ fn keyring_refuses_a_key_under_the_wrong_fingerprint() {
 
 // --- selection ---
 
+/// An unsigned reader (every version of these chains is public).
+fn anyone() -> Viewer<'static> {
+    Viewer {
+        owner: "",
+        reader: None,
+        now_ms: 0,
+    }
+}
+
 fn q(s: &str) -> Result<Query, QueryError> {
     Query::parse(
         s.split('&')
@@ -331,16 +340,20 @@ fn q(s: &str) -> Result<Query, QueryError> {
 #[test]
 fn default_page_is_newest_first_and_pages_backwards() {
     let (_, index) = build(5, 100);
-    let s = index.select(&q("limit=2").unwrap()).unwrap();
+    let s = index.select(&q("limit=2").unwrap(), &anyone()).unwrap();
     assert_eq!(s.sequences, [4, 3]);
     assert_eq!(s.next.as_deref(), Some("before=3&limit=2"));
     assert_eq!(s.up_to_date, None);
-    let s = index.select(&q("before=3&limit=2").unwrap()).unwrap();
+    let s = index
+        .select(&q("before=3&limit=2").unwrap(), &anyone())
+        .unwrap();
     assert_eq!(s.sequences, [2, 1]);
-    let s = index.select(&q("before=1&limit=2").unwrap()).unwrap();
+    let s = index
+        .select(&q("before=1&limit=2").unwrap(), &anyone())
+        .unwrap();
     assert_eq!(s.sequences, [0]);
     assert_eq!(s.next, None);
-    let s = index.select(&Query::default()).unwrap();
+    let s = index.select(&Query::default(), &anyone()).unwrap();
     assert_eq!(s.sequences, [4, 3, 2, 1, 0]);
     assert_eq!(s.next, None);
 }
@@ -349,7 +362,7 @@ fn default_page_is_newest_first_and_pages_backwards() {
 fn since_returns_exactly_the_newer_versions() {
     let (all, index) = build(5, 100);
     let s = index
-        .select(&q(&format!("since={}", all[1].cursor)).unwrap())
+        .select(&q(&format!("since={}", all[1].cursor)).unwrap(), &anyone())
         .unwrap();
     assert_eq!(s.sequences, [4, 3, 2]);
     assert_eq!(s.up_to_date, Some(false));
@@ -357,24 +370,29 @@ fn since_returns_exactly_the_newer_versions() {
     let bare = all[1].cursor[7..].to_uppercase();
     assert_eq!(
         index
-            .select(&q(&format!("since={bare}")).unwrap())
+            .select(&q(&format!("since={bare}")).unwrap(), &anyone())
             .unwrap()
             .sequences,
         [4, 3, 2]
     );
     // The newest: nothing newer.
     let s = index
-        .select(&q(&format!("since={}", all[4].cursor)).unwrap())
+        .select(&q(&format!("since={}", all[4].cursor)).unwrap(), &anyone())
         .unwrap();
     assert!(s.sequences.is_empty());
     assert_eq!(s.up_to_date, Some(true));
     // Paging forward, oldest pages first, via `after`.
     let s = index
-        .select(&q(&format!("since={}&limit=2", all[0].cursor)).unwrap())
+        .select(
+            &q(&format!("since={}&limit=2", all[0].cursor)).unwrap(),
+            &anyone(),
+        )
         .unwrap();
     assert_eq!(s.sequences, [2, 1]);
     assert_eq!(s.next.as_deref(), Some("after=2&limit=2"));
-    let s = index.select(&q("after=2&limit=2").unwrap()).unwrap();
+    let s = index
+        .select(&q("after=2&limit=2").unwrap(), &anyone())
+        .unwrap();
     assert_eq!(s.sequences, [4, 3]);
     assert_eq!(s.next, None);
 }
@@ -390,43 +408,58 @@ fn a_republished_cursor_means_its_newest_occurrence() {
     });
     assert_eq!(all[0].cursor, all[2].cursor);
     let s = index
-        .select(&q(&format!("since={}", all[0].cursor)).unwrap())
+        .select(&q(&format!("since={}", all[0].cursor)).unwrap(), &anyone())
         .unwrap();
     assert_eq!(s.sequences, [3]);
 }
 
 #[test]
-fn pruned_or_unknown_cursors_are_gone() {
+fn pruned_cursors_are_remembered_unknown_ones_are_gone() {
     let (all, index) = build(6, 3);
     // Retained: 3, 4, 5. The state just before the window (2) still works.
     let s = index
-        .select(&q(&format!("since={}", all[2].cursor)).unwrap())
+        .select(&q(&format!("since={}", all[2].cursor)).unwrap(), &anyone())
         .unwrap();
     assert_eq!(s.sequences, [5, 4, 3]);
-    for gone in [
-        &all[0].cursor,
-        &all[1].cursor,
-        &format!("sha256:{}", "0".repeat(64)),
-    ] {
-        assert_eq!(
-            index.select(&q(&format!("since={gone}")).unwrap()),
-            Err(QueryError::CursorNotFound)
-        );
+    assert_eq!(s.pruned_since, None);
+    // A cursor this agent published whose version is pruned: the retained
+    // versions, and how many newer ones are gone.
+    for (gone, missed) in [(&all[0].cursor, 2), (&all[1].cursor, 1)] {
+        let s = index
+            .select(&q(&format!("since={gone}")).unwrap(), &anyone())
+            .unwrap();
+        assert_eq!(s.sequences, [5, 4, 3]);
+        assert_eq!(s.pruned_since, Some(missed));
+        assert_eq!(s.up_to_date, Some(false));
     }
+    // One it never published.
     assert_eq!(
-        index.select(&q("after=1").unwrap()),
+        index.select(
+            &q(&format!("since=sha256:{}", "0".repeat(64))).unwrap(),
+            &anyone()
+        ),
         Err(QueryError::CursorNotFound)
     );
     assert_eq!(
-        index.select(&q("after=9").unwrap()),
+        index.select(&q("after=1").unwrap(), &anyone()),
         Err(QueryError::CursorNotFound)
     );
     assert_eq!(
-        index.select(&q("after=2").unwrap()).unwrap().sequences,
+        index.select(&q("after=9").unwrap(), &anyone()),
+        Err(QueryError::CursorNotFound)
+    );
+    assert_eq!(
+        index
+            .select(&q("after=2").unwrap(), &anyone())
+            .unwrap()
+            .sequences,
         [5, 4, 3]
     );
     assert_eq!(
-        index.select(&q("after=5").unwrap()).unwrap().up_to_date,
+        index
+            .select(&q("after=5").unwrap(), &anyone())
+            .unwrap()
+            .up_to_date,
         Some(true)
     );
 }
@@ -457,7 +490,7 @@ fn bad_queries_are_refused() {
 #[test]
 fn history_body_splices_versions_in() {
     let (all, index) = build(3, 2);
-    let sel = index.select(&q("limit=1").unwrap()).unwrap();
+    let sel = index.select(&q("limit=1").unwrap(), &anyone()).unwrap();
     let texts: Vec<String> = sel
         .sequences
         .iter()
@@ -721,9 +754,9 @@ fn timeline_puts_head_problems_at_no_entry() {
 fn a_write_check_spares_the_report_nothing_it_would_find() {
     // On versions that pass, the report is the same with or without the
     // write check's results: same entries, same seals, same measurements.
-    let motto = |i| format!("Version {i}.");
-    let (_, full) = build_checked(3, 10, false, motto);
-    let (_, vouched) = build_checked(3, 10, true, motto);
+    let make = |a: &AgentKey, i| capsule(a, &format!("Version {i}."));
+    let (_, full) = build_checked(3, 10, false, make);
+    let (_, vouched) = build_checked(3, 10, true, make);
     assert_eq!(
         serde_json::to_string(&full).unwrap(),
         serde_json::to_string(&vouched).unwrap()
@@ -781,4 +814,248 @@ fn a_write_check_vouches_only_for_the_version_it_checked() {
             assert!(failing.contains(&CheckName::Chain), "{failing:?}");
         }
     }
+}
+
+// --- privacy: a version written private stays private ---
+
+const READER: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const HEAD_ONLY: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+/// `capsule` with `access_control` (a JSON fragment) added.
+fn with_access(c: Json, access: &str) -> Json {
+    let Json::Object(mut members) = c else {
+        panic!("capsule")
+    };
+    members.push(("access_control".into(), parse_str(access).unwrap()));
+    Json::Object(members)
+}
+
+/// Versions 1..=4: private granting READER history and HEAD_ONLY the head
+/// only, private granting nobody, public, public.
+fn mixed(retained: u32) -> (Vec<Entry>, HistoryIndex) {
+    build_checked(4, retained, false, |a, i| {
+        let c = capsule(a, &format!("Version {i}."));
+        match i {
+            1 => with_access(
+                c,
+                &format!(
+                    r#"{{"public":false,"authorized_readers":["{READER}",{{"agent_id":"{HEAD_ONLY}","scopes":["READ_HEAD"]}}]}}"#
+                ),
+            ),
+            2 => with_access(c, r#"{"public":false}"#),
+            _ => c,
+        }
+    })
+}
+
+fn viewer<'a>(index: &'a HistoryIndex, reader: Option<&'a str>) -> Viewer<'a> {
+    Viewer {
+        owner: &index.agent_id,
+        reader,
+        now_ms: T0,
+    }
+}
+
+/// What a history page shows `v`: per version, its seq or "withheld".
+fn shown_to(all: &[Entry], index: &HistoryIndex, v: &Viewer<'_>, query: &str) -> Vec<String> {
+    let sel = index.select(&q(query).unwrap(), v).unwrap();
+    sel.sequences
+        .iter()
+        .map(|s| {
+            let text = index.shown(*s, all[*s as usize].stored_text(), v).unwrap();
+            let j = parse_str(&text).unwrap();
+            match j.get("withheld") {
+                Some(_) => format!("withheld {s}"),
+                None => format!("seq {}", j.get("seq").and_then(Json::as_safe_u64).unwrap()),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn versions_written_private_are_withheld_from_whoever_they_did_not_grant() {
+    let (all, index) = mixed(100);
+    let anyone = viewer(&index, None);
+    let owner = viewer(&index, Some(&index.agent_id));
+    let reader = viewer(&index, Some(READER));
+    let head_only = viewer(&index, Some(HEAD_ONLY));
+    assert_eq!(
+        shown_to(&all, &index, &anyone, ""),
+        ["seq 4", "seq 3", "withheld 1", "withheld 0"]
+    );
+    assert_eq!(
+        shown_to(&all, &index, &owner, ""),
+        ["seq 4", "seq 3", "seq 2", "seq 1"]
+    );
+    // Its own grant lets READER see version 1, not version 2 (which granted nobody).
+    assert_eq!(
+        shown_to(&all, &index, &reader, ""),
+        ["seq 4", "seq 3", "withheld 1", "seq 1"]
+    );
+    // READ_HEAD is not READ_HISTORY.
+    assert_eq!(
+        shown_to(&all, &index, &head_only, ""),
+        ["seq 4", "seq 3", "withheld 1", "withheld 0"]
+    );
+    // A withheld version says nothing of its content, cursor, seq or time.
+    let w = index.shown(0, all[0].stored_text(), &anyone).unwrap();
+    for leak in [
+        all[0].cursor.as_str(),
+        "Version 1",
+        "accepted_at",
+        "\"seq\"",
+    ] {
+        assert!(!w.contains(leak), "{leak} in {w}");
+    }
+    assert!(!index.sees(1, &all[1].stored_text(), &reader));
+    assert!(index.sees(0, &all[0].stored_text(), &reader));
+}
+
+#[test]
+fn since_follows_only_cursors_the_reader_could_have_seen() {
+    let (all, index) = mixed(100);
+    let anyone = viewer(&index, None);
+    // Version 1's cursor was never shown to an anonymous reader (version 2,
+    // which names it as prev_cursor, is withheld too): as if never published.
+    assert_eq!(
+        index.select(&q(&format!("since={}", all[0].cursor)).unwrap(), &anyone),
+        Err(QueryError::CursorNotFound)
+    );
+    // Version 2's cursor is version 3's prev_cursor: known, so answered.
+    assert_eq!(
+        shown_to(&all, &index, &anyone, &format!("since={}", all[1].cursor)),
+        ["seq 4", "seq 3"]
+    );
+    let owner = viewer(&index, Some(&index.agent_id));
+    assert_eq!(
+        shown_to(&all, &index, &owner, &format!("since={}", all[0].cursor)),
+        ["seq 4", "seq 3", "seq 2"]
+    );
+}
+
+#[test]
+fn a_grant_in_the_version_itself_ends_when_it_expires() {
+    let (all, index) = build_checked(2, 100, false, |a, i| {
+        let c = capsule(a, &format!("Version {i}."));
+        match i {
+            1 => with_access(
+                c,
+                &format!(
+                    r#"{{"public":false,"authorized_readers":[{{"agent_id":"{READER}","scopes":["READ_HISTORY"],"expires_at":"2026-02-10T01:00:00+01:00"}}]}}"#
+                ),
+            ),
+            _ => c,
+        }
+    });
+    // 2026-02-10T01:00:00+01:00 is T0.
+    let at = |now_ms| Viewer {
+        owner: &index.agent_id,
+        reader: Some(READER),
+        now_ms,
+    };
+    assert!(index.sees(0, &all[0].stored_text(), &at(T0 - 1)));
+    assert!(!index.sees(0, &all[0].stored_text(), &at(T0)));
+}
+
+#[test]
+fn a_bundle_with_withheld_versions_verifies_and_reports_them() {
+    let (all, index) = mixed(100);
+    let stored: Vec<String> = all.iter().map(Entry::stored_text).collect();
+    let anyone = viewer(&index, None);
+    let b = ExportBundle::for_viewer(&index, &stored, &ring(), &anyone).unwrap();
+    let bundle = parse_str(&serde_json::to_string(&b).unwrap()).unwrap();
+    let r = verify_export_with(&bundle, &trusted());
+    assert!(r.valid, "{r:?}");
+    assert_eq!(r.level, Level::Auth);
+    assert_eq!(r.withheld, [0, 1]);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("withheld")),
+        "{:?}",
+        r.warnings
+    );
+    // The owner's bundle withholds nothing and is what it always was.
+    let owner = viewer(&index, Some(&index.agent_id));
+    let mine = ExportBundle::for_viewer(&index, &stored, &ring(), &owner).unwrap();
+    assert_eq!(mine, ExportBundle::new(&index, &all, &ring()));
+    // The timeline marks them withheld, not failed.
+    let t = timeline(&bundle, &trusted());
+    assert!(flagged(&t).is_empty());
+    let marks: Vec<bool> = t.entries.iter().map(|e| e.withheld.is_some()).collect();
+    assert_eq!(marks, [true, true, false, false]);
+}
+
+#[test]
+fn a_forged_or_misplaced_withheld_version_fails_the_chain_or_the_seal() {
+    let (all, index) = mixed(100);
+    let stored: Vec<String> = all.iter().map(Entry::stored_text).collect();
+    let b = ExportBundle::for_viewer(&index, &stored, &ring(), &viewer(&index, None)).unwrap();
+    let good = parse_str(&serde_json::to_string(&b).unwrap()).unwrap();
+    // A made-up hash: the next entry's previous_hash no longer links, and the
+    // seal (over the hash) no longer verifies.
+    let mut forged = good.clone();
+    set_str(&mut entries_mut(&mut forged)[1], "hash", "1".repeat(64));
+    let r = verify_export_with(&forged, &trusted());
+    assert!(!r.checks.chain.ok && !r.checks.seal.ok, "{r:?}");
+    // Out of place: two withheld versions swapped.
+    let mut swapped = good.clone();
+    entries_mut(&mut swapped).swap(0, 1);
+    assert!(!verify_export_with(&swapped, &trusted()).checks.chain.ok);
+    // A withheld item with anything extra is unreadable (a schema failure).
+    let mut extra = good;
+    let Json::Object(m) = &mut entries_mut(&mut extra)[0] else {
+        panic!()
+    };
+    m.push(("capsule".into(), parse_str("{}").unwrap()));
+    assert!(!verify_export_with(&extra, &trusted()).checks.schema.ok);
+}
+
+#[test]
+fn pruned_private_cursors_answer_only_the_owner() {
+    let (all, index) = mixed(1);
+    // Retained: version 4 only; 1 and 2 (private) and 3 (public) pruned.
+    let anyone = viewer(&index, None);
+    let owner = viewer(&index, Some(&index.agent_id));
+    let s = index
+        .select(&q(&format!("since={}", all[2].cursor)).unwrap(), &anyone)
+        .unwrap();
+    assert_eq!(
+        (s.sequences.as_slice(), s.pruned_since),
+        ([3].as_slice(), None)
+    );
+    for private in [&all[0].cursor, &all[1].cursor] {
+        assert_eq!(
+            index.select(&q(&format!("since={private}")).unwrap(), &anyone),
+            Err(QueryError::CursorNotFound)
+        );
+        let s = index
+            .select(&q(&format!("since={private}")).unwrap(), &owner)
+            .unwrap();
+        assert_eq!(s.sequences, [3]);
+    }
+    let s = index
+        .select(&q(&format!("since={}", all[0].cursor)).unwrap(), &owner)
+        .unwrap();
+    assert_eq!(s.pruned_since, Some(2));
+}
+
+#[test]
+fn versions_appended_before_access_was_recorded_are_decided_from_their_entries() {
+    let (all, mut index) = mixed(100);
+    // An index from before: no access recorded, no audiences.
+    for it in &mut index.items {
+        it.access = Access::Unrecorded;
+    }
+    index.audiences.clear();
+    let anyone = viewer(&index, None);
+    assert_eq!(
+        shown_to(&all, &index, &anyone, ""),
+        ["seq 4", "seq 3", "withheld 1", "withheld 0"]
+    );
+    assert_eq!(index.unrecorded(), [0, 1, 2, 3]);
+    let stored: Vec<(u64, String)> = all.iter().map(|e| (e.sequence, e.stored_text())).collect();
+    index.record_unrecorded(&stored);
+    assert!(index.unrecorded().is_empty());
+    let (_, fresh) = mixed(100);
+    assert_eq!(index.items, fresh.items);
+    assert_eq!(index.audiences, fresh.audiences);
 }

@@ -6,7 +6,8 @@
 //! Verification itself is [`verify_export_with`], unchanged: this only sorts
 //! its failures by where they were found.
 
-use super::export::{read_item, verify_export_with, VerifyOptions};
+use super::export::{read_item, verify_export_with, Item, VerifyOptions};
+use super::privacy::Withheld;
 use super::verify::{item_label, CheckName, Report};
 use super::{ChainHead, Entry};
 use crate::core::json::Json;
@@ -27,8 +28,13 @@ pub struct TimelineEntry {
     /// Index in the bundle's `entries` (0 = oldest retained).
     pub position: usize,
     /// The entry as the bundle states it (its claims, checked or not; the
-    /// capsule of that version), or `None` when it cannot be read at all.
+    /// capsule of that version), or `None` when it is withheld or cannot be
+    /// read at all.
     pub entry: Option<Entry>,
+    /// The version withheld from this reader (written private): its place
+    /// and seal only. Not a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<Withheld>,
     /// Every check that failed at this entry; empty: all five pass here.
     pub failures: Vec<Flag>,
 }
@@ -37,6 +43,14 @@ impl TimelineEntry {
     /// Every check passed at this entry.
     pub fn ok(&self) -> bool {
         self.failures.is_empty()
+    }
+
+    /// The `sequence` the item states, if it can be read.
+    pub fn sequence(&self) -> Option<u64> {
+        self.entry
+            .as_ref()
+            .map(|e| e.sequence)
+            .or(self.withheld.as_ref().map(|w| w.sequence))
     }
 }
 
@@ -64,10 +78,18 @@ pub fn timeline(bundle: &Json, opts: &VerifyOptions) -> Timeline {
     let mut entries: Vec<TimelineEntry> = items
         .iter()
         .enumerate()
-        .map(|(position, item)| TimelineEntry {
-            position,
-            entry: read_item(item).ok().map(|(e, _)| e),
-            failures: Vec::new(),
+        .map(|(position, item)| {
+            let (entry, withheld) = match read_item(item) {
+                Ok(Item::Entry(e, _)) => (Some(*e), None),
+                Ok(Item::Withheld(w)) => (None, Some(w)),
+                Err(_) => (None, None),
+            };
+            TimelineEntry {
+                position,
+                entry,
+                withheld,
+                failures: Vec::new(),
+            }
         })
         .collect();
     let mut general = Vec::new();
@@ -80,13 +102,15 @@ pub fn timeline(bundle: &Json, opts: &VerifyOptions) -> Timeline {
             let at: Vec<usize> = match f.sequence {
                 Some(s) => entries
                     .iter()
-                    .filter(|t| t.entry.as_ref().is_some_and(|e| e.sequence == s))
+                    .filter(|t| t.sequence() == Some(s))
                     .map(|t| t.position)
                     .collect(),
                 // The verifier names an unreadable item by its position.
                 None => entries
                     .iter()
-                    .filter(|t| t.entry.is_none() && f.detail.starts_with(&item_label(t.position)))
+                    .filter(|t| {
+                        t.sequence().is_none() && f.detail.starts_with(&item_label(t.position))
+                    })
                     .map(|t| t.position)
                     .collect(),
             };

@@ -12,7 +12,7 @@
 //! | `auth`      | `signature` | `sha256(public_key) == agent_id` and the agent's Ed25519 signature verifies over `SHA-256(JCS({agent_id, seq, capsule}))` |
 //! |             | `seal`      | every `service_signature` (entries and head) verifies under the keyring key `signed_by` names |
 
-use super::{ChainHead, Entry, Keyring};
+use super::{ChainHead, Entry, Keyring, Withheld};
 use crate::core::crypto::{AgentId, PublicKey};
 use crate::core::jcs;
 use crate::core::json::Json;
@@ -203,6 +203,11 @@ pub struct Report {
     pub verified_at: Option<String>,
     /// What was examined.
     pub window: Window,
+    /// `sequence`s of the versions withheld from this reader (written
+    /// private; docs/PROTOCOL.md §9): their place in the chain and their
+    /// seals were checked, their content could not be. Not a failure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<u64>,
 }
 
 impl Report {
@@ -232,6 +237,8 @@ pub(crate) enum Prev<'a> {
         seq: u64,
         cursor: &'a str,
     },
+    /// A withheld predecessor: its place and hash, not its seq or cursor.
+    Withheld { sequence: u64, hash: &'a str },
     /// The predecessor could not be read (already reported).
     Unknown,
 }
@@ -243,6 +250,12 @@ impl<'a> Prev<'a> {
             hash: &e.seal.hash,
             seq: e.seq,
             cursor: &e.cursor,
+        }
+    }
+    pub(crate) fn withheld(w: &'a Withheld) -> Prev<'a> {
+        Prev::Withheld {
+            sequence: w.sequence,
+            hash: &w.seal.hash,
         }
     }
     pub(crate) fn start(head: Option<&'a ChainHead>) -> Prev<'a> {
@@ -289,6 +302,28 @@ impl WriteChecked {
     }
 }
 
+/// The newest item of a window, as the head is checked against it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Newest<'a> {
+    /// A readable entry.
+    Entry(&'a Entry),
+    /// A withheld one: its place and hash only.
+    Withheld(&'a Withheld),
+    /// It could not be read (already reported).
+    Unreadable,
+    /// There is none.
+    Missing,
+}
+
+impl<'a> Newest<'a> {
+    pub(crate) fn entry(&self) -> Option<&'a Entry> {
+        match self {
+            Newest::Entry(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Accumulates check results.
 pub(crate) struct Verifier<'a> {
     agent_id: &'a str,
@@ -296,6 +331,8 @@ pub(crate) struct Verifier<'a> {
     pub(crate) checks: Checks,
     /// Entries sealed per key fingerprint (for rotation warnings).
     signers: BTreeMap<String, u64>,
+    /// Withheld versions seen.
+    withheld: Vec<u64>,
 }
 
 impl<'a> Verifier<'a> {
@@ -313,6 +350,48 @@ impl<'a> Verifier<'a> {
             keyring,
             checks,
             signers: BTreeMap::new(),
+            withheld: Vec::new(),
+        }
+    }
+
+    /// A withheld version: what can be checked without its content. Its
+    /// place (`sequence` follows, `previous_hash` links) and its seal over
+    /// its hash; its schema, safety, hash and signature cannot be, and are not
+    /// failures.
+    pub(crate) fn withheld(&mut self, w: &Withheld, prev: Prev<'_>) {
+        use CheckName::*;
+        let at = Some(w.sequence);
+        self.withheld.push(w.sequence);
+        *self.signers.entry(w.seal.signed_by.clone()).or_default() += 1;
+        if (w.sequence == 0) != w.previous_hash.is_none() {
+            self.fail(
+                Chain,
+                at,
+                "previous_hash must be null exactly at genesis (sequence 0)",
+            );
+        }
+        let (want_sequence, want_hash) = match prev {
+            Prev::Start {
+                sequence,
+                previous_hash,
+            } => (Some(sequence), Some(previous_hash)),
+            Prev::Entry { sequence, hash, .. } | Prev::Withheld { sequence, hash } => {
+                (Some(sequence + 1), Some(Some(hash)))
+            }
+            Prev::Unknown => (None, None),
+        };
+        if want_sequence.is_some_and(|s| s != w.sequence) {
+            self.fail(Chain, at, "a withheld entry is out of place in the chain");
+        }
+        if want_hash.is_some_and(|h| h != w.previous_hash.as_deref()) {
+            self.fail(
+                Chain,
+                at,
+                "previous_hash of a withheld entry is not the hash of the entry before it",
+            );
+        }
+        if let Err(d) = w.seal.verify(self.keyring) {
+            self.fail(Seal, at, d.to_string());
         }
     }
 
@@ -448,12 +527,7 @@ impl<'a> Verifier<'a> {
                     );
                 }
             }
-            Prev::Entry {
-                sequence,
-                hash,
-                seq,
-                cursor,
-            } => {
+            Prev::Entry { sequence, hash, .. } | Prev::Withheld { sequence, hash } => {
                 if e.sequence != sequence + 1 {
                     self.fail(
                         Chain,
@@ -468,18 +542,21 @@ impl<'a> Verifier<'a> {
                         format!("previous_hash is not the hash of the entry before it (sequence {sequence})"),
                     );
                 }
-                if e.seq <= seq {
-                    self.fail(
-                        Chain,
-                        at,
-                        format!(
-                            "seq {} is not greater than the previous entry's {seq}",
-                            e.seq
-                        ),
-                    );
-                }
-                if e.prev_cursor.as_deref() != Some(cursor) {
-                    self.fail(Chain, at, "prev_cursor is not the previous entry's cursor");
+                // A withheld predecessor shows no seq or cursor to link to.
+                if let Prev::Entry { seq, cursor, .. } = prev {
+                    if e.seq <= seq {
+                        self.fail(
+                            Chain,
+                            at,
+                            format!(
+                                "seq {} is not greater than the previous entry's {seq}",
+                                e.seq
+                            ),
+                        );
+                    }
+                    if e.prev_cursor.as_deref() != Some(cursor) {
+                        self.fail(Chain, at, "prev_cursor is not the previous entry's cursor");
+                    }
                 }
             }
             Prev::Unknown => {}
@@ -519,7 +596,7 @@ impl<'a> Verifier<'a> {
 
     /// The head: its hash recomputes, it names this agent, it matches the
     /// newest entry (so a truncated or extended tail shows), and its seal.
-    pub(crate) fn head(&mut self, h: &ChainHead, last: Option<&Entry>, last_readable: bool) {
+    pub(crate) fn head(&mut self, h: &ChainHead, newest: Newest<'_>) {
         use CheckName::*;
         if super::sha3_hex(h.canonical().as_bytes()) != h.seal.hash {
             self.fail(
@@ -531,31 +608,38 @@ impl<'a> Verifier<'a> {
         if h.agent_id != self.agent_id {
             self.fail(Chain, None, "head: agent_id is not the chain's agent");
         }
-        match last {
-            None if last_readable => self.fail(Chain, None, "head: there are no entries"),
-            None => {}
-            Some(l) => {
-                if l.sequence.checked_add(1) != Some(h.length) {
-                    self.fail(
-                        Chain,
-                        None,
-                        format!(
-                            "head: length is {} but the newest entry is sequence {} (entries missing at the tail, or added)",
-                            h.length, l.sequence
-                        ),
-                    );
-                }
-                if l.seal.hash != h.head_hash {
-                    self.fail(
-                        Chain,
-                        None,
-                        "head: head_hash is not the newest entry's hash",
-                    );
-                }
+        let (sequence, hash) = match newest {
+            Newest::Missing => {
+                self.fail(Chain, None, "head: there are no entries");
+                (None, None)
+            }
+            Newest::Unreadable => (None, None),
+            Newest::Entry(l) => {
                 if l.seq != h.seq || l.cursor != h.cursor {
                     self.fail(Chain, None, "head: seq/cursor are not the newest entry's");
                 }
+                (Some(l.sequence), Some(l.seal.hash.as_str()))
             }
+            Newest::Withheld(w) => (Some(w.sequence), Some(w.seal.hash.as_str())),
+        };
+        if let Some(s) = sequence {
+            if s.checked_add(1) != Some(h.length) {
+                self.fail(
+                    Chain,
+                    None,
+                    format!(
+                        "head: length is {} but the newest entry is sequence {s} (entries missing at the tail, or added)",
+                        h.length
+                    ),
+                );
+            }
+        }
+        if hash.is_some_and(|x| x != h.head_hash) {
+            self.fail(
+                Chain,
+                None,
+                "head: head_hash is not the newest entry's hash",
+            );
         }
         if let Err(d) = h.seal.verify(self.keyring) {
             self.fail(Seal, None, format!("head: {d}"));
@@ -594,6 +678,12 @@ impl<'a> Verifier<'a> {
         verified_at_ms: Option<u64>,
     ) -> Report {
         let mut all = self.warnings(head);
+        if !self.withheld.is_empty() {
+            all.push(format!(
+                "{} version(s) are withheld from this reader (written private): their place in the chain and their seals were checked, their content could not be",
+                self.withheld.len()
+            ));
+        }
         all.append(&mut warnings);
         Report {
             agent_id: self.agent_id.to_owned(),
@@ -612,6 +702,7 @@ impl<'a> Verifier<'a> {
                 length: head.map(|h| h.length),
                 head_hash: head.map(|h| h.head_hash.clone()),
             },
+            withheld: self.withheld,
         }
     }
 }
@@ -632,7 +723,7 @@ pub fn verify_chain(
         v.entry(e, e.canonical().as_bytes(), prev);
         prev = Prev::of(e);
     }
-    v.head(head, entries.last(), true);
+    v.head(head, entries.last().map_or(Newest::Missing, Newest::Entry));
     v.report(
         Some(head),
         entries.last(),

@@ -106,7 +106,8 @@ pub fn head(head: &Head, etag: &str, is_own: Option<bool>) -> Answer {
 }
 
 /// `self_history`: a history.json page without the capsules (each version is
-/// its seq, cursor and time; `self_read` or the snapshot URL has the rest).
+/// its seq, cursor and time; `self_read` or the snapshot URL has the rest; a
+/// version withheld from this reader is its `sequence` and `withheld: true`).
 pub fn history(page: &Value, is_own: Option<bool>) -> Answer {
     let versions: Vec<Value> = page["versions"]
         .as_array()
@@ -114,11 +115,15 @@ pub fn history(page: &Value, is_own: Option<bool>) -> Answer {
         .unwrap_or(&[])
         .iter()
         .map(|v| {
-            json!({
-                "seq": v["seq"],
-                "cursor": v["cursor"],
-                "accepted_at": v["accepted_at"],
-            })
+            if v["withheld"] == true {
+                json!({ "sequence": v["sequence"], "withheld": true })
+            } else {
+                json!({
+                    "seq": v["seq"],
+                    "cursor": v["cursor"],
+                    "accepted_at": v["accepted_at"],
+                })
+            }
         })
         .collect();
     let mut o = Map::new();
@@ -133,6 +138,7 @@ pub fn history(page: &Value, is_own: Option<bool>) -> Answer {
         "retained",
         "pruned",
         "up_to_date",
+        "pruned_since",
         "next",
     ] {
         if let Some(v) = page.get(key).filter(|v| !v.is_null()) {

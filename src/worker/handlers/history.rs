@@ -9,7 +9,7 @@
 use super::reads::{self, ReadAs};
 use super::{text_or_404, unreadable, Miss};
 use crate::core::crypto::AgentId;
-use crate::core::history::{HistoryIndex, Query, QueryError};
+use crate::core::history::{HistoryIndex, Query, QueryError, Viewer};
 use crate::core::jcs::normalize_cursor;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{entry_kv_key, history_kv_key};
@@ -31,15 +31,27 @@ pub async fn index(kv: &Kv, agent: &AgentId) -> worker::Result<Result<HistoryInd
         .map_err(|e| unreadable("kv_history_unreadable", agent, &e.to_string())))
 }
 
+/// Who reads, for the per-version decisions of history (§9: a version
+/// written private stays private).
+pub fn viewer<'a>(agent: &'a AgentId, read_as: &ReadAs<'a>) -> Viewer<'a> {
+    Viewer {
+        owner: agent.as_str(),
+        reader: read_as.reader.map(AgentId::as_str),
+        now_ms: read_as.now_ms,
+    }
+}
+
 /// The history.json body for a query (`Err` from [`Query::parse`] is
-/// refused here too, so both callers answer bad queries alike).
+/// refused here too, so both callers answer bad queries alike), each version
+/// `viewer` may not see withheld.
 pub async fn page(
     kv: &Kv,
     agent: &AgentId,
     index: &HistoryIndex,
     query: Result<Query, QueryError>,
+    viewer: &Viewer<'_>,
 ) -> worker::Result<Result<String, Miss>> {
-    let sel = match query.and_then(|q| index.select(&q)) {
+    let sel = match query.and_then(|q| index.select(&q, viewer)) {
         Ok(s) => s,
         Err(QueryError::Bad(why)) => {
             return Ok(Err(Miss::Refused {
@@ -59,7 +71,16 @@ pub async fn page(
     let Some(texts) = entries(kv, agent, &sel.sequences).await? else {
         return Ok(Err(incomplete(agent)));
     };
-    Ok(Ok(index.history_body(&sel, &texts)))
+    let shown: Option<Vec<String>> = sel
+        .sequences
+        .iter()
+        .zip(texts)
+        .map(|(s, text)| index.shown(*s, text, viewer))
+        .collect();
+    let Some(shown) = shown else {
+        return Ok(Err(incomplete(agent)));
+    };
+    Ok(Ok(index.history_body(&sel, &shown)))
 }
 
 /// history.json, snapshot, verify.json or export.json (`doc` is one of them).
@@ -80,35 +101,48 @@ pub async fn handle(
         Ok(i) => i,
         Err(miss) => return Ok(miss.response()),
     };
+    let viewer = viewer(agent, read_as);
     // A snapshot's entity is that entry; every other document's is the chain.
     let head_hash = index.head.head_hash.as_str();
     if let Doc::Snapshot(raw_cursor) = doc {
+        let not_found = || http::error(ReasonCode::SnapshotNotFound, Audience::Read, None);
         let Some(item) = normalize_cursor(raw_cursor).and_then(|c| index.find_cursor(&c)) else {
-            return Ok(http::error(
-                ReasonCode::SnapshotNotFound,
-                Audience::Read,
-                None,
-            ));
+            return Ok(not_found());
         };
-        if let Some(not_modified) = read.fresh(&item.hash) {
-            return Ok(not_modified);
+        // A version this reader may not see is a snapshot never published,
+        // decided before a 304 could say it exists.
+        let recorded = viewer.sees(item.access, &index.audiences);
+        if recorded == Some(false) {
+            return Ok(not_found());
+        }
+        if recorded == Some(true) {
+            if let Some(not_modified) = read.fresh(&item.hash) {
+                return Ok(not_modified);
+            }
         }
         let Some(mut texts) = entries(&kv, agent, &[item.sequence]).await? else {
             return Ok(incomplete(agent).response());
         };
-        return Ok(read.answer(texts.remove(0).into_bytes(), &item.hash));
+        let text = texts.remove(0);
+        if !index.sees(item.sequence, &text, &viewer) {
+            return Ok(not_found());
+        }
+        if let Some(not_modified) = read.fresh(&item.hash) {
+            return Ok(not_modified);
+        }
+        return Ok(read.answer(text.into_bytes(), &item.hash));
     }
     if let Some(not_modified) = read.fresh(head_hash) {
         return Ok(not_modified);
     }
     match doc {
         Doc::Verify => Ok(read.answer(serde_json::to_vec(&index.report)?, head_hash)),
-        Doc::Export => Ok(match do_wire::export(env, agent).await? {
+        Doc::Export => Ok(match do_wire::export(env, agent, &viewer).await? {
             Some(e) => read.answer(e.body, &e.etag),
             None => http::error(ReasonCode::CapsuleNotFound, Audience::Read, None),
         }),
         _ => Ok(
-            match page(&kv, agent, &index, Query::parse(url.query_pairs())).await? {
+            match page(&kv, agent, &index, Query::parse(url.query_pairs()), &viewer).await? {
                 Ok(body) => read.answer(body.into_bytes(), head_hash),
                 Err(miss) => miss.response(),
             },

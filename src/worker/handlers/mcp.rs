@@ -191,10 +191,13 @@ async fn history(
         Ok(i) => i,
         Err(miss) => return Ok(missed(miss, agent)),
     };
-    Ok(match history::page(&kv, agent, &index, Ok(query)).await? {
-        Ok(body) => results::history(&serde_json::from_str(&body)?, None),
-        Err(miss) => missed(miss, agent),
-    })
+    let viewer = history::viewer(agent, read_as);
+    Ok(
+        match history::page(&kv, agent, &index, Ok(query), &viewer).await? {
+            Ok(body) => results::history(&serde_json::from_str(&body)?, None),
+            Err(miss) => missed(miss, agent),
+        },
+    )
 }
 
 /// `self_verify`: the report verify.json serves.

@@ -7,6 +7,7 @@
 use crate::core::crypto::AgentId;
 use crate::core::quota::ip_bucket;
 use crate::core::reason::ReasonCode;
+use crate::core::watch;
 use crate::worker::clock;
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, WatchCall};
@@ -22,12 +23,21 @@ pub async fn handle(
     cfg: &Config,
     agent: &AgentId,
 ) -> worker::Result<Response> {
-    let upgrade = req.headers().get("Upgrade")?;
+    let h = req.headers();
+    let upgrade = h.get("Upgrade")?;
     if !upgrade.is_some_and(|u| u.trim().eq_ignore_ascii_case("websocket")) {
         return Ok(http::error(
             ReasonCode::WebsocketRequired,
             Audience::Read,
             None,
+        ));
+    }
+    let (key, version) = (h.get("Sec-WebSocket-Key")?, h.get("Sec-WebSocket-Version")?);
+    if !watch::is_handshake(key.as_deref(), version.as_deref()) {
+        return Ok(http::error(
+            ReasonCode::WebsocketRequired,
+            Audience::Read,
+            Some("not a WebSocket opening handshake: it needs Sec-WebSocket-Key (16 random bytes, base64) and Sec-WebSocket-Version: 13 (RFC 6455 4.1)"),
         ));
     }
     let now_ms = clock::request_now_ms(req, cfg.test_clock);

@@ -22,8 +22,8 @@
 
 use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
-use crate::core::history::export::{ExportBundle, ExportEntry};
-use crate::core::history::HistoryIndex;
+use crate::core::history::export::ExportBundle;
+use crate::core::history::{HistoryIndex, Viewer};
 use crate::core::mirror::{Commit, Mirror, MirrorOp, Pass, CLEANUP_AFTER_MS, RETRY_BASE_MS};
 use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
@@ -40,15 +40,15 @@ use crate::core::watch::{self, Answer, Incoming};
 use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
 use crate::worker::do_wire::{
-    self, AgentCall, ClaimCall, Exported, PaymentBind, QuoteCall, Reserve, TagAsk, WaitCall,
-    Waited, WatchCall, WriteCall,
+    self, AgentCall, ClaimCall, ExportCall, Exported, PaymentBind, QuoteCall, Reserve, TagAsk,
+    WaitCall, Waited, WatchCall, WriteCall,
 };
 use crate::worker::http::{self, Audience, NO_STORE};
 use crate::worker::kv::Kv;
 use crate::worker::lock::Lock;
 use crate::worker::log;
 use crate::worker::rpc;
-use crate::worker::storage::{commit_atomic, load, parse, save, texts, Alarm, Batch};
+use crate::worker::storage::{commit_atomic, load, parse, save, texts, texts_of, Alarm, Batch};
 use futures_channel::oneshot;
 use futures_util::future::{join_all, select, Either};
 use serde::{Deserialize, Serialize};
@@ -184,7 +184,7 @@ impl DurableObject for AgentDO {
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
         match AgentCall::read(req).await? {
             Some(AgentCall::Write(call)) => self.write(call).await,
-            Some(AgentCall::Export) => Ok(AgentCall::export_answer(self.export().await?)),
+            Some(AgentCall::Export(call)) => Ok(AgentCall::export_answer(self.export(call).await?)),
             Some(AgentCall::Quote(call)) => self.quote(call).await,
             Some(AgentCall::Claim(call)) => self.claim(call).await,
             Some(AgentCall::Watch(call)) => self.watch(call).await,
@@ -357,7 +357,22 @@ impl AgentDO {
         stored: Stored,
     ) -> worker::Result<(write::AcceptedBody, Mirror)> {
         let signer = keys.signing.as_ref().ok_or("checked in decide")?;
-        let history: Option<HistoryIndex> = parse(HISTORY_KEY, stored.history)?;
+        let mut history: Option<HistoryIndex> = parse(HISTORY_KEY, stored.history)?;
+        // Versions appended before the index recorded who may see them get
+        // it recorded now, from their own entries (once per agent).
+        if let Some(index) = history.as_mut() {
+            let unrecorded = index.unrecorded();
+            if !unrecorded.is_empty() {
+                let keys: Vec<String> = unrecorded.iter().map(|s| entry_key(*s)).collect();
+                let found = texts_of(storage, &keys).await?;
+                let texts: Vec<(u64, String)> = unrecorded
+                    .iter()
+                    .zip(found)
+                    .filter_map(|(s, t)| Some((*s, t?)))
+                    .collect();
+                index.record_unrecorded(&texts);
+            }
+        }
         let sealed = state
             .commit_sealed(
                 candidate,
@@ -402,31 +417,35 @@ impl AgentDO {
 
     /// The export bundle, built from this object's own storage (the one
     /// history read that wakes the object: it is rare, and for the larger
-    /// tiers too big to assemble from KV within a Worker's CPU budget).
+    /// tiers too big to assemble from KV within a Worker's CPU budget), as
+    /// the call's reader may have it: each version it may not see withheld.
     /// `None` before the first entry.
-    async fn export(&self) -> worker::Result<Option<Exported>> {
+    async fn export(&self, call: ExportCall) -> worker::Result<Option<Exported>> {
         let _guard = self.lock.acquire().await;
         let storage = self.state.storage();
         let Some(index) = load::<HistoryIndex>(&storage, HISTORY_KEY).await? else {
             return Ok(None);
         };
+        let viewer = Viewer {
+            owner: &index.agent_id,
+            reader: call.reader.as_deref(),
+            now_ms: call.now_ms,
+        };
         let keys = config::service_keys(&self.env);
         let opts = worker::ListOptions::new().prefix(ENTRY_PREFIX);
         let listed = storage.list_with_options(opts).await?;
-        let mut entries = Vec::with_capacity(index.items.len());
+        let mut stored = Vec::with_capacity(index.items.len());
         for value in listed.values() {
-            let text = value?.as_string().ok_or("stored entry is not text")?;
-            entries.push(ExportEntry::from_stored(&text).ok_or("stored entry has no seal suffix")?);
+            stored.push(value?.as_string().ok_or("stored entry is not text")?);
         }
-        if entries.len() != index.items.len() {
-            return Err(format!(
-                "history index lists {} entries, storage holds {}",
-                index.items.len(),
-                entries.len()
-            )
-            .into());
-        }
-        let bundle = ExportBundle::from_parts(&index, entries, &keys.keyring);
+        let bundle =
+            ExportBundle::for_viewer(&index, &stored, &keys.keyring, &viewer).ok_or_else(|| {
+                format!(
+                    "history index lists {} entries, storage holds {} (or one has no seal)",
+                    index.items.len(),
+                    stored.len()
+                )
+            })?;
         Ok(Some(Exported {
             body: serde_json::to_vec(&bundle)?,
             etag: index.head.head_hash.clone(),
