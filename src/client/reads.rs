@@ -184,7 +184,7 @@ impl Client {
         if !query.is_empty() {
             url = format!("{url}?{}", query.join("&"));
         }
-        let body = self.read_doc_ok(&target, Request::get(url))?;
+        let body = self.read_history_ok(&target, Request::get(url))?;
         serde_json::from_slice(&body).map_err(|e| Error::Protocol(format!("history.json: {e}")))
     }
 
@@ -201,7 +201,8 @@ impl Client {
 
     fn fetch_export(&self, agent: Option<&AgentId>) -> Result<(Vec<u8>, Json), Error> {
         let target = self.target(agent)?;
-        let body = self.read_doc_ok(&target, Request::get(self.doc_url(&target, Doc::Export)?))?;
+        let url = self.doc_url(&target, Doc::Export)?;
+        let body = self.read_history_ok(&target, Request::get(url))?;
         let bundle =
             json::parse(&body).map_err(|e| Error::Protocol(format!("export.json: {e}")))?;
         Ok((body, bundle))

@@ -107,6 +107,19 @@ impl Service {
                 resp.headers.push(("etag".into(), format!("\"{etag}\"")));
                 resp
             }
+            // §9 in miniature: an unsigned reader gets version 0 withheld.
+            ("GET", p) if p.contains("/history.json") => {
+                let signed = req.headers.iter().any(|(k, _)| k == "self-public-key");
+                json(
+                    200,
+                    if signed {
+                        r#"{"versions":[{"sequence":0,"seq":1}]}"#
+                    } else {
+                        r#"{"versions":[{"sequence":0,"withheld":true}]}"#
+                    }
+                    .into(),
+                )
+            }
             ("GET", p) if p.ends_with("/capsule.json") => match record {
                 None => json(404, r#"{"error":"capsule_not_found"}"#.into()),
                 Some(r) => {
@@ -775,7 +788,7 @@ fn own_reads_are_signed_from_the_start_once_the_local_state_says_private() {
     c.set_desired(&private, false).unwrap();
     rig.clear_log();
     c.get(None).unwrap();
-    c.history(None, None, None).unwrap_err(); // the fake has no history.json
+    c.history(None, None, None).unwrap();
     assert!(matches!(
         c.head(None).unwrap(),
         HeadOutcome::Unchanged { .. }
@@ -868,4 +881,29 @@ fn a_refused_read_signature_is_exit_6_with_what_to_check() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn a_history_that_withholds_versions_is_asked_again_signed_when_there_is_a_key() {
+    let (rig, c) = private_rig("withheld");
+    rig.fake.0.borrow_mut().private = false;
+    rig.clear_log();
+    let page = c.history(None, None, None).unwrap();
+    assert_eq!(page["versions"][0]["seq"], 1, "{page}");
+    let log = rig.fake.0.borrow().log.clone();
+    assert_eq!(log.len(), 2, "unsigned, then signed");
+    assert_eq!(nonce_of(&log[0]), None);
+    assert!(nonce_of(&log[1]).is_some());
+    // Without a key there is nothing to sign with: the withheld answer stands.
+    let home = rig.dir.with_extension("keyless");
+    let _ = std::fs::remove_dir_all(&home);
+    let anonymous = Client::new(StateDir::new(&home))
+        .with_base_url(Some(BASE.to_string()))
+        .with_transport(Box::new(rig.fake.clone()));
+    rig.clear_log();
+    let page = anonymous
+        .history(Some(&rig.key.agent_id()), None, None)
+        .unwrap();
+    assert_eq!(page["versions"][0]["withheld"], true);
+    assert_eq!(rig.requests().len(), 1);
 }

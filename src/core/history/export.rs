@@ -95,6 +95,11 @@ impl ExportBundle {
         let mut previous_hash = index.head.first_previous_hash.as_deref();
         let mut entries = Vec::with_capacity(stored.len());
         for (item, text) in index.items.iter().zip(stored) {
+            // Each text must be the entry its index item names: a decision
+            // about one version is never applied to another's bytes.
+            if super::canonical_of_stored(text)?.1.hash != item.hash {
+                return None;
+            }
             entries.push(if index.sees(item.sequence, text, viewer) {
                 ExportItem::Entry(ExportEntry::from_stored(text)?)
             } else {

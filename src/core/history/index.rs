@@ -362,6 +362,9 @@ pub struct Selection {
     /// `since` named a pruned version: how many versions newer than it were
     /// pruned too (not in this answer, gone for good).
     pub pruned_since: Option<u64>,
+    /// `seq` of the oldest retained version this viewer may see (a withheld
+    /// version's seq is not shown, not even here).
+    pub oldest_seen_seq: Option<u64>,
 }
 
 impl HistoryIndex {
@@ -376,11 +379,35 @@ impl HistoryIndex {
         self.head.first_sequence
     }
 
-    /// Whether `viewer` may know this version's cursor: it sees the version
-    /// (an unrecorded one, appended before access was recorded, counts as
-    /// seen here; its content is still decided from the entry itself).
+    /// Whether `viewer` may know this version's cursor: it sees the version.
+    /// One appended before access was recorded counts only once recorded
+    /// ([`HistoryIndex::record_unrecorded`] with its entry, as the Worker
+    /// does for the ones a `since` names): unknown fails closed.
     fn knows(&self, item: &IndexItem, viewer: &Viewer<'_>) -> bool {
-        viewer.sees(item.access, &self.audiences).unwrap_or(true)
+        viewer.sees(item.access, &self.audiences).unwrap_or(false)
+    }
+
+    /// The `sequence`s of unrecorded items a `since` of `cursor` could match
+    /// (its own cursor, or its `prev_cursor`): what to record from their
+    /// entries before selecting.
+    pub fn unrecorded_matching(&self, cursor: &str) -> Vec<u64> {
+        self.items
+            .iter()
+            .filter(|i| i.access == Access::Unrecorded)
+            .filter(|i| i.cursor == cursor || i.prev_cursor.as_deref() == Some(cursor))
+            .map(|i| i.sequence)
+            .collect()
+    }
+
+    /// Whether the newest version is one this viewer may not see (the
+    /// Worker's check of the current record can lag the index by KV's
+    /// propagation: the head, the report and the export describe the newest
+    /// version, so such a reader gets the miss of an agent that never
+    /// published instead). Unrecorded: not known to be hidden.
+    pub fn newest_hidden_from(&self, viewer: &Viewer<'_>) -> bool {
+        self.items
+            .last()
+            .is_some_and(|i| viewer.sees(i.access, &self.audiences) == Some(false))
     }
 
     /// Where `since` points for `viewer`: the `sequence` versions newer than
@@ -417,6 +444,11 @@ impl HistoryIndex {
     /// next page.
     pub fn select(&self, q: &Query, viewer: &Viewer<'_>) -> Result<Selection, QueryError> {
         let limit = q.limit.clamp(1, MAX_LIMIT);
+        let oldest_seen_seq = self
+            .items
+            .iter()
+            .find(|i| viewer.sees(i.access, &self.audiences) == Some(true))
+            .map(|i| i.seq);
         let first = self.items.first().map_or(0, |i| i.sequence);
         let last = self.items.last().map(|i| i.sequence);
         let mut pruned_since = None;
@@ -456,6 +488,7 @@ impl HistoryIndex {
                 next,
                 up_to_date: Some(newer.is_empty()),
                 pruned_since,
+                oldest_seen_seq,
             });
         }
         // Backward (default): the newest first, older pages via `before`.
@@ -472,6 +505,7 @@ impl HistoryIndex {
             next,
             up_to_date: None,
             pruned_since: None,
+            oldest_seen_seq,
         })
     }
 
@@ -548,7 +582,7 @@ impl HistoryIndex {
         let meta = Meta {
             agent_id: &self.agent_id,
             total_writes: self.total_writes,
-            oldest_available_seq: self.items.first().map(|i| i.seq),
+            oldest_available_seq: sel.oldest_seen_seq,
             retained: self.items.len(),
             pruned: self.pruned(),
             chain_head: &self.head,

@@ -1052,10 +1052,59 @@ fn versions_appended_before_access_was_recorded_are_decided_from_their_entries()
         ["seq 4", "seq 3", "withheld 1", "withheld 0"]
     );
     assert_eq!(index.unrecorded(), [0, 1, 2, 3]);
+    // Unknown fails closed for `since` until recorded from the entries
+    // (what the Worker does for the items a `since` names).
+    let since_v2 = q(&format!("since={}", all[1].cursor)).unwrap();
+    assert_eq!(
+        index.select(&since_v2, &anyone),
+        Err(QueryError::CursorNotFound)
+    );
+    assert_eq!(index.unrecorded_matching(&all[1].cursor), [1, 2]);
     let stored: Vec<(u64, String)> = all.iter().map(|e| (e.sequence, e.stored_text())).collect();
     index.record_unrecorded(&stored);
     assert!(index.unrecorded().is_empty());
     let (_, fresh) = mixed(100);
     assert_eq!(index.items, fresh.items);
     assert_eq!(index.audiences, fresh.audiences);
+    let anyone = Viewer {
+        owner: &fresh.agent_id,
+        reader: None,
+        now_ms: T0,
+    };
+    assert_eq!(index.select(&since_v2, &anyone).unwrap().sequences, [3, 2]);
+}
+
+#[test]
+fn nothing_about_a_withheld_version_leaks_through_the_page_meta_or_the_newest() {
+    let (all, index) = mixed(100);
+    let anyone = viewer(&index, None);
+    let sel = index.select(&Query::default(), &anyone).unwrap();
+    let texts: Vec<String> = sel
+        .sequences
+        .iter()
+        .map(|s| {
+            index
+                .shown(*s, all[*s as usize].stored_text(), &anyone)
+                .unwrap()
+        })
+        .collect();
+    let body = parse_str(&index.history_body(&sel, &texts)).unwrap();
+    // Versions 1 and 2 are withheld: the oldest this reader sees is seq 3.
+    assert_eq!(
+        body.get("oldest_available_seq").and_then(Json::as_safe_u64),
+        Some(3)
+    );
+    assert!(!index.newest_hidden_from(&anyone));
+    // Newest private (KV may still hold the public record it was admitted by).
+    let (_, newest_private) = build_checked(2, 100, false, |a, i| {
+        let c = capsule(a, &format!("Version {i}."));
+        if i == 2 {
+            with_access(c, r#"{"public":false}"#)
+        } else {
+            c
+        }
+    });
+    assert!(newest_private.newest_hidden_from(&viewer(&newest_private, None)));
+    let owner = viewer(&newest_private, Some(&newest_private.agent_id));
+    assert!(!newest_private.newest_hidden_from(&owner));
 }

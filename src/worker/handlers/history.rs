@@ -31,6 +31,21 @@ pub async fn index(kv: &Kv, agent: &AgentId) -> worker::Result<Result<HistoryInd
         .map_err(|e| unreadable("kv_history_unreadable", agent, &e.to_string())))
 }
 
+/// [`index`], for `viewer`: the miss of an agent that never published when
+/// the newest version is one it may not see (the current record it was
+/// admitted by can lag the index in KV; the head, the report and the export
+/// all describe the newest version).
+pub async fn index_for(
+    kv: &Kv,
+    agent: &AgentId,
+    viewer: &Viewer<'_>,
+) -> worker::Result<Result<HistoryIndex, Miss>> {
+    Ok(match index(kv, agent).await? {
+        Ok(i) if i.newest_hidden_from(viewer) => Err(Miss::code(ReasonCode::CapsuleNotFound)),
+        other => other,
+    })
+}
+
 /// Who reads, for the per-version decisions of history (§9: a version
 /// written private stays private).
 pub fn viewer<'a>(agent: &'a AgentId, read_as: &ReadAs<'a>) -> Viewer<'a> {
@@ -51,6 +66,21 @@ pub async fn page(
     query: Result<Query, QueryError>,
     viewer: &Viewer<'_>,
 ) -> worker::Result<Result<String, Miss>> {
+    // Versions appended before access was recorded that this `since` could
+    // name are decided from their entries first (they count as unknown).
+    let mut recorded = None;
+    if let Ok(Query { since: Some(c), .. }) = &query {
+        let unrecorded = index.unrecorded_matching(c);
+        if !unrecorded.is_empty() {
+            let Some(texts) = entries(kv, agent, &unrecorded).await? else {
+                return Ok(Err(incomplete(agent)));
+            };
+            let mut copy = index.clone();
+            copy.record_unrecorded(&unrecorded.into_iter().zip(texts).collect::<Vec<_>>());
+            recorded = Some(copy);
+        }
+    }
+    let index = recorded.as_ref().unwrap_or(index);
     let sel = match query.and_then(|q| index.select(&q, viewer)) {
         Ok(s) => s,
         Err(QueryError::Bad(why)) => {
@@ -97,11 +127,11 @@ pub async fn handle(
         return Ok(miss.response());
     }
     let kv = Kv::of(env)?;
-    let index = match index(&kv, agent).await? {
+    let viewer = viewer(agent, read_as);
+    let index = match index_for(&kv, agent, &viewer).await? {
         Ok(i) => i,
         Err(miss) => return Ok(miss.response()),
     };
-    let viewer = viewer(agent, read_as);
     // A snapshot's entity is that entry; every other document's is the chain.
     let head_hash = index.head.head_hash.as_str();
     if let Doc::Snapshot(raw_cursor) = doc {

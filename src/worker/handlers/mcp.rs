@@ -187,11 +187,11 @@ async fn history(
         return Ok(missed(miss, agent));
     }
     let kv = Kv::of(env)?;
-    let index = match history::index(&kv, agent).await? {
+    let viewer = history::viewer(agent, read_as);
+    let index = match history::index_for(&kv, agent, &viewer).await? {
         Ok(i) => i,
         Err(miss) => return Ok(missed(miss, agent)),
     };
-    let viewer = history::viewer(agent, read_as);
     Ok(
         match history::page(&kv, agent, &index, Ok(query), &viewer).await? {
             Ok(body) => results::history(&serde_json::from_str(&body)?, None),
@@ -205,10 +205,13 @@ async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Res
     if let Err(miss) = reads::readable(env, agent, read_as).await? {
         return Ok(missed(miss, agent));
     }
-    Ok(match history::index(&Kv::of(env)?, agent).await? {
-        Ok(index) => results::verify(&index.report, "service"),
-        Err(miss) => missed(miss, agent),
-    })
+    let viewer = history::viewer(agent, read_as);
+    Ok(
+        match history::index_for(&Kv::of(env)?, agent, &viewer).await? {
+            Ok(index) => results::verify(&index.report, "service"),
+            Err(miss) => missed(miss, agent),
+        },
+    )
 }
 
 /// `self_submit`: the PUT's write path; its accepted body as the result,

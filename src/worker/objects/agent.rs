@@ -431,6 +431,12 @@ impl AgentDO {
             reader: call.reader.as_deref(),
             now_ms: call.now_ms,
         };
+        // The bundle's head describes the newest version: a reader who may
+        // not see it gets what an agent with no history answers (the Worker
+        // admitted it by a record KV may not have updated yet).
+        if index.newest_hidden_from(&viewer) {
+            return Ok(None);
+        }
         let keys = config::service_keys(&self.env);
         let opts = worker::ListOptions::new().prefix(ENTRY_PREFIX);
         let listed = storage.list_with_options(opts).await?;
