@@ -8,7 +8,7 @@
 //   against the write floor (a JS Durable Object: one storage put, one KV put)
 //   and against the same-I/O floor (our storage, KV and cache operations and
 //   nothing else, so ours / it is the cost of our own code); and the
-//   required-I/O floor (only the I/O issue 14's own requirements impose on
+//   required-I/O floor (only the I/O the service's durability and read-after-write rules impose on
 //   any implementation) against the write floor, which bounds that target;
 //   the first answer of a fresh isolate against a trivial Worker's and the
 //   read floor's (the same first KV get); the first write of a fresh isolate
@@ -270,7 +270,7 @@ const results = {
     ratio: +(o.rps / s.rps).toFixed(2),
     floor_p99_over_p50: +(s.p99_ms / s.p50_ms).toFixed(2),
   };
-  // What issue 14's own requirements cost here, whoever implements them:
+  // What the service's own durability rules cost here, whoever implements them:
   // the required-I/O floor against the plain write floor, in the same run.
   results.required_io = {
     name: "required-I/O floor (state + entry put, record KV put, two Cache API markers), against the write floor",
@@ -348,7 +348,7 @@ const results = {
   };
 }
 
-// ---- push on change (issue 15) ---------------------------------------------
+// ---- push on change -------------------------------------------------------
 // Time from sending an accepted PUT to a watcher (WebSocket) or a held
 // long-poll receiving its head, over every (write, watcher) pair: 100
 // watchers of one agent, and one watcher on each of 100 agents. The PUT's own
@@ -496,7 +496,7 @@ for (const r of [...results.reads, results.writes, results.writes_same_io]) {
 const rq = results.required_io;
 console.log(
   `\n${rq.name}: ${rq.floor.rps} vs ${rq.write_floor.rps} req/s = **${rq.ratio}** ` +
-    `(p50 / p99 ${rq.floor.p50_ms} / ${rq.floor.p99_ms} ms): no write meeting issue 14 item 2 exceeds this here`,
+    `(p50 / p99 ${rq.floor.p50_ms} / ${rq.floor.p99_ms} ms): no write that leaves the read-after-write markers exceeds this here`,
 );
 const wp = results.writes_paced;
 console.log(

@@ -4,9 +4,9 @@
 // Cloudflare's published prices. `node scripts/scaling.mjs` prints the
 // tables the document carries; change an input here, re-run, paste.
 //
-// Operation counts are read off the code (src/worker/objects/agent.rs commit,
+// Operation counts are read off the code (src/worker/objects/agent/writes.rs commit,
 // src/core/mirror.rs, src/worker/handlers/reads.rs); CPU times are the
-// wasm figures of `scripts/wasm-bench.sh` (README, Measured figures).
+// wasm figures of `scripts/wasm-bench.sh` (benches/runs/; method: benches/README.md).
 
 const INPUTS = {
   poll_sec: 60,

@@ -477,8 +477,9 @@ fn every_vector_verifies_as_expected() {
 }
 
 #[test]
-fn the_issue_mutations_each_fail_their_check() {
-    // The cases the issue names, each caught by the check it should be.
+fn the_named_tamperings_each_fail_their_check() {
+    // Flipped bytes, removed, swapped and substituted entries, a truncated
+    // tail, forged seals: each caught by the check it should be.
     for (name, check) in [
         ("flipped_byte_entry_2", CheckName::Chain),
         ("removed_entry", CheckName::Chain),

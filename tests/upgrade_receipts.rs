@@ -2,7 +2,7 @@
 //! (`tests/fixtures/receipts/`, made by `tests/fixtures/record-receipts.mjs`:
 //! a Solidity ERC-20 compiled with solc, real transfers, the node's own
 //! JSON-RPC answers). What each case should conclude comes from what was
-//! done on-chain (its `facts`) and the rules, never from the checker.
+//! done on-chain (its `facts`) and the rules of docs/PROTOCOL.md §10, never from the checker.
 
 use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::upgrade::amount::Usdc;

@@ -228,7 +228,8 @@ fn the_worker_import_graph_has_no_cycle_and_keeps_its_layers() {
         ("handlers::write", "do_wire"),
         ("handlers::reads", "http"),
         ("objects::agent", "do_wire"),
-        ("objects::agent", "storage"),
+        ("objects::agent::writes", "storage"),
+        ("objects::agent::mirror", "kv"),
         ("objects::ip_quota", "do_wire"),
         ("handlers::history", "handlers"),
         // The MCP door runs its tools through the routes' own read and

@@ -1,5 +1,5 @@
 // The two Cache API markers an accepted write leaves in the location that
-// took it (issue 14, item 2): a marker each for the agent's head.json and
+// took it (so a client that wrote reads its new cursor there at once): a marker each for the agent's head.json and
 // capsule.json, so that location reads KV again at once. Shared by the
 // floors that must do what our writes do here.
 export function putWrittenMarkers(id) {

@@ -1,10 +1,9 @@
-// Required-I/O write floor: the least I/O any implementation of issue 14's
-// own requirements must do for an accepted PUT, and nothing else. One
+// Required-I/O write floor: the least I/O any implementation of the
+// service's own durability and read-after-write rules must do for an accepted PUT, and nothing else. One
 // Durable Object per agent commits the new state and history entry in one
 // storage put (its seq is kept in memory, so no storage read); one KV put of
 // the record, where reads come from; then, in the Worker, the two Cache API
-// markers that let the location that took the write see it at once (issue
-// 14, item 2). No retry alarm, no mirror bookkeeping, no index: generous on
+// markers that let the location that took the write see it at once. No retry alarm, no mirror bookkeeping, no index: generous on
 // purpose. This floor / the plain write floor (write.mjs) bounds what any
 // write meeting those requirements can reach here; `npm run bench` prints it.
 import { DurableObject } from "cloudflare:workers";

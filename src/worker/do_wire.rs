@@ -395,37 +395,20 @@ impl Reserve {
     /// Agent-object side: asks the quota object of `ip_bucket`.
     /// `Ok(Err(reset_at_ms))`: the address is out of slots until then.
     pub async fn send(&self, env: &Env, ip_bucket: &str) -> worker::Result<Result<(), u64>> {
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post)
-            .with_body(Some(serde_json::to_string(self)?.into()));
-        let stub = env
-            .durable_object(IP_QUOTA_DO_BINDING)?
-            .id_from_name(ip_bucket)?
-            .get_stub()?;
-        let resp = stub
-            .fetch_with_request(Request::new_with_init(RESERVE_URL, &init)?)
-            .await?;
-        if resp.status_code() != 200 {
-            return Err(format!("ip quota DO answered {}", resp.status_code()).into());
-        }
-        let answer: ReserveAnswer = serde_json::from_slice(&body::response_bytes(resp).await?)?;
-        Ok(answer.reset_at_ms.map_or(Ok(()), Err))
+        let a: ReserveAnswer = ask(env, IP_QUOTA_DO_BINDING, ip_bucket, RESERVE_URL, self).await?;
+        Ok(a.reset_at_ms.map_or(Ok(()), Err))
     }
 
     /// Quota-object side: reads a request; `None` for anything else.
     pub async fn read(req: Request) -> worker::Result<Option<Reserve>> {
-        if req.method() != Method::Post || req.url()?.as_str() != RESERVE_URL {
-            return Ok(None);
-        }
-        Ok(Some(json_of(&req).await?))
+        read_posted(req, RESERVE_URL).await
     }
 
-    /// Quota-object side: the answer.
+    /// Quota-object side: the answer (also of a quote slot).
     pub fn answer(result: Result<(), u64>) -> worker::Result<Response> {
-        let body = serde_json::to_vec(&ReserveAnswer {
+        answer(&ReserveAnswer {
             reset_at_ms: result.err(),
-        })?;
-        Ok(ResponseBuilder::new().with_status(200).fixed(body))
+        })
     }
 }
 

@@ -57,7 +57,7 @@ test("TypeScript snippet: publish and poll", async () => {
 });
 
 test("the README's signing code blocks are verbatim copies of the tested files", () => {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(path.join(ROOT, "clients", "README.md"), "utf8");
   const section = readme.slice(readme.indexOf("## Use it from a bot"));
   const blocks = (lang) =>
     [...section.slice(0, section.indexOf("\n## ", 5)).matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map(

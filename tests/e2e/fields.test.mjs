@@ -1,4 +1,4 @@
-// The fields the public deployment's clients write (issue 13, step A):
+// The fields the public deployment's clients write:
 // objective `updated_at`/`tags`, receipt `rationale`/`updated_at`/`tags`,
 // `pointers.notes` and `access_control`, through real PUTs and GETs.
 //

@@ -318,7 +318,7 @@ test("self_bootstrap imports the public server's ~/.diffdelta/identity.json and 
 });
 
 test("the README's MCP configs (Claude Desktop, Claude Code, Cursor) are valid JSON and start a working server exactly as written", async () => {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(path.join(ROOT, "docs", "MCP.md"), "utf8");
   const configs = [...readme.matchAll(/<!-- mcp-config: ([a-z-]+) -->\n```json\n([\s\S]*?)\n```/g)].map((m) => ({
     name: m[1],
     doc: JSON.parse(m[2]),

@@ -1,4 +1,4 @@
-// Push on change (issue 15, docs/PROTOCOL.md §13) in workerd: the WebSocket
+// Push on change (docs/PROTOCOL.md §13) in workerd: the WebSocket
 // watch held by the agent's Durable Object (hibernation API) and the
 // long-poll of head.json. Sockets are opened through Miniflare's
 // dispatchFetch (a real upgrade into the runtime), so each watcher can come

@@ -1,0 +1,119 @@
+//! The KV mirror: what a commit wrote, landed in KV stage by stage
+//! (`core::mirror`), retried by the alarm until it matches; and the one
+//! sequence every commit ends with, mirror then publish.
+
+use super::{AgentDO, MIRROR_KEY};
+use crate::core::mirror::{Mirror, MirrorOp, Pass, CLEANUP_AFTER_MS};
+use crate::core::record::Record;
+use crate::worker::kv::Kv;
+use crate::worker::log;
+use crate::worker::storage::{commit_atomic, load, Alarm, Batch};
+use futures_util::future::join_all;
+use std::time::Duration;
+
+/// Makes KV hold one op; `false` if KV refused. On a retry, a put whose text
+/// KV already holds is not repeated.
+async fn land(kv: &Kv, op: &MirrorOp, pass: Pass) -> bool {
+    match &op.value {
+        Some(value) => {
+            let already = pass == Pass::Retry
+                && matches!(kv.text(&op.key).await, Ok(Some(ref v)) if v == value);
+            already || kv.put(&op.key, value).await
+        }
+        None => kv.delete(&op.key).await,
+    }
+}
+
+impl AgentDO {
+    /// Makes KV hold what was committed, stage by stage (`core::mirror`),
+    /// stopping after the first stage with a failure. `mirror`: the ops just
+    /// committed (a [`Pass::Commit`], which skips comparison reads and
+    /// leaves this write's deletes for the next one), or `None` for the
+    /// alarm's [`Pass::Retry`] of everything pending. On failure, keeps what
+    /// did not land and re-arms the alarm with backoff. Returns the record
+    /// that landed, if one did (what watchers are sent).
+    async fn sync_mirror(&self, mirror: Option<Mirror>) -> worker::Result<Option<Record>> {
+        let storage = self.state.storage();
+        let (mirror, pass) = match mirror {
+            Some(m) => (Some(m), Pass::Commit),
+            None => (load::<Mirror>(&storage, MIRROR_KEY).await?, Pass::Retry),
+        };
+        let Some(mut mirror) = mirror else {
+            return Ok(None);
+        };
+        let kv = Kv::of(&self.env)?;
+        let mut landed = vec![false; mirror.ops.len()];
+        let mut failed = None;
+        for stage in mirror.stages(pass) {
+            let ops = stage.iter().map(|&i| land(&kv, &mirror.ops[i], pass));
+            let results = join_all(ops).await;
+            for (&i, ok) in stage.iter().zip(results) {
+                landed[i] = ok;
+                if !ok && failed.is_none() {
+                    failed = Some(i);
+                }
+            }
+            if failed.is_some() {
+                break;
+            }
+        }
+        let failed_key = failed.map(|i| mirror.ops[i].key.clone());
+        let record = mirror
+            .ops
+            .iter()
+            .zip(&landed)
+            .find_map(|(op, landed)| op.record_put().filter(|_| *landed))
+            .map(serde_json::from_str::<Record>)
+            .transpose()?;
+        mirror.drop_landed(&landed);
+        let (puts, alarm) = match failed_key {
+            None => {
+                // Every index put landed: what is left are deletes of
+                // entries no index names, for the next write (or, after a
+                // day without one, the alarm).
+                mirror.heads_landed();
+                if mirror.ops.is_empty() {
+                    (vec![], Alarm::Delete)
+                } else {
+                    let keep = (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?);
+                    let cleanup = Duration::from_millis(CLEANUP_AFTER_MS);
+                    (vec![keep], Alarm::In(cleanup))
+                }
+            }
+            Some(key) => {
+                let delay = mirror.failed();
+                log::event(
+                    "kv_mirror_failed",
+                    &[
+                        ("key", key.as_str()),
+                        ("failures", &mirror.failures.to_string()),
+                    ],
+                );
+                let keep = (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?);
+                (vec![keep], Alarm::In(Duration::from_millis(delay)))
+            }
+        };
+        let clear = [MIRROR_KEY.to_owned()];
+        let batch = Batch {
+            deletes: if puts.is_empty() { &clear } else { &[] },
+            puts: &puts,
+            alarm,
+        };
+        commit_atomic(&storage, &batch).await?;
+        Ok(record)
+    }
+
+    /// Lands `mirror` in KV (`None`: the alarm's retry of what is pending),
+    /// then sends the record that landed to the watchers: what every commit
+    /// (a write, a credited claim) and the alarm end with.
+    pub(super) async fn mirror_then_publish(
+        &self,
+        mirror: Option<Mirror>,
+        now_ms: u64,
+    ) -> worker::Result<()> {
+        if let Some(record) = self.sync_mirror(mirror).await? {
+            self.publish(&record, now_ms);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,165 @@
+//! One Durable Object per agent id: the only writer of that agent's state.
+//!
+//! It owns seq, the quota window, the cooldown counter and the published
+//! record, and decides each write under a single-flight lock, so concurrent
+//! PUTs are totally ordered: two can never both pass the seq check, the
+//! capsule can never roll back, quota can never be over-spent. Each accepted
+//! write also appends one sealed entry to the agent's history chain, in the
+//! same atomic storage operation as the state. After a commit it mirrors the
+//! record, the history index and the new entry into KV (where reads come
+//! from; order and retries in `core::mirror`); if any of that fails, an
+//! alarm (armed in the commit itself) keeps retrying until KV matches.
+//!
+//! It also holds the agent's watchers (hibernatable WebSockets: an idle
+//! watcher costs nothing while the object sleeps) and its held long-polls,
+//! and sends each the new head once the record of a commit is in KV
+//! (`core::watch` decides caps and closes).
+//!
+//! A write's cost is mostly round trips, so the accepted path makes as few
+//! as durability allows: one storage read (state, index, pending mirror),
+//! one atomic storage write (with the alarm), two KV round trips, and one
+//! storage write to clear or keep the mirror and disarm or re-arm the alarm.
+//!
+//! | concern | file |
+//! |---|---|
+//! | dispatch, storage keys, the object itself | this file |
+//! | a write: decide, commit (state, chain, mirror ops, alarm in one storage write) | [`writes`] |
+//! | KV mirror: land what was committed, stage by stage; then tell watchers | [`mirror`] |
+//! | push on change: watchers (hibernatable WebSockets) and held long-polls | [`push`] |
+//! | the USDC upgrade: quotes and claims | [`upgrade`] |
+//! | the export bundle, per reader | [`export`] |
+
+mod export;
+mod mirror;
+mod push;
+mod upgrade;
+mod writes;
+
+use self::push::{Waiter, WATCH_TAG};
+
+use crate::core::watch::{self, Answer, Incoming};
+use crate::worker::config::Config;
+use crate::worker::do_wire::{self, AgentCall};
+use crate::worker::lock::Lock;
+use crate::worker::log;
+use std::cell::{Cell, RefCell};
+// The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
+use worker::wasm_bindgen;
+use worker::{
+    durable_object, DurableObject, Env, Request, Response, State, WebSocket,
+    WebSocketIncomingMessage, WebSocketRequestResponsePair,
+};
+
+/// Storage keys. State, mirror target, history index and the new entry are
+/// written in one atomic operation (with the pruned entries' deletion), so
+/// they can never disagree.
+const STATE_KEY: &str = "state";
+const MIRROR_KEY: &str = "mirror";
+const HISTORY_KEY: &str = "history";
+/// One key per retained history entry: `h:` + zero-padded sequence, so a
+/// prefix list returns them oldest first.
+const ENTRY_PREFIX: &str = "h:";
+/// The agent's upgrade invoices (`core::upgrade::invoice::InvoiceBook`).
+const INVOICES_KEY: &str = "invoices";
+
+fn entry_key(sequence: u64) -> String {
+    format!("{ENTRY_PREFIX}{sequence:016}")
+}
+
+/// What a write read from storage besides the state, parsed only once the
+/// write is accepted.
+struct Stored {
+    /// The history index text.
+    history: Option<String>,
+    /// The pending mirror text.
+    mirror: Option<String>,
+}
+
+#[durable_object]
+pub struct AgentDO {
+    state: State,
+    env: Env,
+    lock: Lock,
+    /// Held long-polls (in memory: a held request keeps the object awake).
+    waiters: RefCell<Vec<Waiter>>,
+    next_waiter: Cell<u64>,
+}
+
+impl DurableObject for AgentDO {
+    fn new(state: State, env: Env) -> Self {
+        // Watchers' pings are answered by the runtime, even while the object
+        // hibernates, and never wake it.
+        if let Ok(pair) = WebSocketRequestResponsePair::new(watch::PING, watch::PONG) {
+            state.set_websocket_auto_response(&pair);
+        }
+        // Tests only: shows an object woken from hibernation with its
+        // watchers still attached.
+        if Config::of(&env).test_clock {
+            let watchers = state.get_websockets_with_tag(WATCH_TAG).len().to_string();
+            log::event("agent_object_started", &[("watchers", &watchers)]);
+        }
+        Self {
+            state,
+            env,
+            lock: Lock::default(),
+            waiters: RefCell::new(Vec::new()),
+            next_waiter: Cell::new(0),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        match AgentCall::read(req).await? {
+            Some(AgentCall::Write(call)) => self.write(call).await,
+            Some(AgentCall::Export(call)) => Ok(AgentCall::export_answer(self.export(call).await?)),
+            Some(AgentCall::Quote(call)) => self.quote(call).await,
+            Some(AgentCall::Claim(call)) => self.claim(call).await,
+            Some(AgentCall::Watch(call)) => self.watch(call).await,
+            Some(AgentCall::Wait(call)) => Ok(self.wait(call).await?.answer()),
+            None => Ok(do_wire::not_a_call()),
+        }
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        let _guard = self.lock.acquire().await;
+        self.mirror_then_publish(None, crate::worker::clock::system_now_ms())
+            .await?;
+        Response::empty()
+    }
+
+    async fn websocket_message(
+        &self,
+        ws: WebSocket,
+        message: WebSocketIncomingMessage,
+    ) -> worker::Result<()> {
+        let incoming = match &message {
+            WebSocketIncomingMessage::String(t) => Incoming::Text(t),
+            WebSocketIncomingMessage::Binary(b) => Incoming::Binary(b.len()),
+        };
+        match watch::answer(incoming) {
+            Answer::Pong => ws.send_with_str(watch::PONG),
+            Answer::Close(c) => ws.close(Some(c.code()), Some(c.reason())),
+        }
+    }
+
+    async fn websocket_close(
+        &self,
+        ws: WebSocket,
+        code: usize,
+        _reason: String,
+        _was_clean: bool,
+    ) -> worker::Result<()> {
+        // Hibernatable sockets are not answered by the runtime: complete the
+        // closing handshake, or the client waits for it.
+        let code = u16::try_from(code).ok().and_then(watch::echo);
+        let _ = match code {
+            Some(c) => ws.close(Some(c), Some("bye")),
+            None => ws.close::<&str>(None, None),
+        };
+        Ok(())
+    }
+
+    async fn websocket_error(&self, _ws: WebSocket, _error: worker::Error) -> worker::Result<()> {
+        // The runtime has closed the socket already (e.g. 1009 past 32 MiB).
+        Ok(())
+    }
+}

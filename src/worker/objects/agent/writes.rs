@@ -1,0 +1,198 @@
+//! A write in the agent's object: every check in the contract's order, then
+//! the commit of state, chain entry, index, mirror ops and the retry alarm in
+//! one atomic storage write.
+
+use super::{entry_key, AgentDO, Stored, HISTORY_KEY, MIRROR_KEY, STATE_KEY};
+use crate::core::history::HistoryIndex;
+use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature};
+use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
+use crate::worker::do_wire::{Reserve, WriteCall};
+use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::log;
+use crate::worker::storage::{commit_atomic, parse, save, texts, texts_of, Alarm, Batch};
+use std::time::Duration;
+use worker::{Response, Storage};
+
+/// How a write ends before anything is committed.
+enum Refused {
+    /// A decided rejection: persisted (cooldown), logged, answered.
+    Rejected(Rejection),
+    /// The service cannot take writes (configuration): answered as is.
+    Unavailable(Response),
+}
+
+impl AgentDO {
+    /// Everything from loading state to the KV mirror runs under the lock:
+    /// the IP-quota call and the KV put are awaits on other objects, during
+    /// which the runtime would otherwise deliver the next write to us.
+    pub(super) async fn write(&self, call: WriteCall) -> worker::Result<Response> {
+        let cfg = Config::of(&self.env);
+        let _guard = self.lock.acquire().await;
+        let storage = self.state.storage();
+        let [state_text, history, mirror] =
+            texts(&storage, [STATE_KEY, HISTORY_KEY, MIRROR_KEY]).await?;
+        let mut state: AgentState = parse(STATE_KEY, state_text)?.unwrap_or_default();
+        let keys = config::service_keys(&self.env);
+        let candidate = match self.decide(&state, &call, &cfg, &keys).await? {
+            Ok(c) => c,
+            Err(Refused::Unavailable(resp)) => return Ok(resp),
+            Err(Refused::Rejected(rej)) => {
+                if state.note_rejection(&rej, call.now_ms) {
+                    save(&storage, STATE_KEY, &state).await?;
+                }
+                let line = DecisionLog::rejected(call.agent.as_str(), &rej, call.body.len() as u64);
+                log::line_str(&line.to_line());
+                return http::rejection(&rej);
+            }
+        };
+        let log_line = DecisionLog::accepted(call.agent.as_str(), &candidate).to_line();
+        let stored = Stored { history, mirror };
+        let (accepted, mirror) = self
+            .commit(&storage, &mut state, candidate, &call, &cfg, &keys, stored)
+            .await?;
+        // The write is committed, with the retry alarm armed in the same
+        // atomic write, so even a crash before the KV puts still converges.
+        // From here on nothing may turn it into an error for the client (a
+        // retry would only earn a replay_seq).
+        if !call.fail_mirror {
+            if let Err(e) = self.mirror_then_publish(Some(mirror), call.now_ms).await {
+                log::event(
+                    "kv_mirror_error",
+                    &[("agent_id", call.agent.as_str()), ("error", &e.to_string())],
+                );
+            }
+        }
+        log::line_str(&log_line);
+        http::json(200, &accepted, NO_STORE)
+    }
+
+    /// Every check of a write, in the contract's order: the core's checks,
+    /// then (for a configured service only) the new-agent slot of the
+    /// client's address, which lives in another object.
+    async fn decide(
+        &self,
+        state: &AgentState,
+        call: &WriteCall,
+        cfg: &Config,
+        keys: &ServiceKeys,
+    ) -> worker::Result<Result<Candidate, Refused>> {
+        let candidate = match write::check(
+            state,
+            &call.body,
+            &call.agent,
+            call.now_ms,
+            &cfg.tiers,
+            Signature::Prechecked,
+        ) {
+            Ok(c) => c,
+            Err(rej) => return Ok(Err(Refused::Rejected(rej))),
+        };
+        // Sealing needs the service key; without it, refuse rather than
+        // seal with a made-up one (checked before a new agent's IP slot is
+        // taken, so nothing is spent).
+        if keys.signing.is_none() {
+            log::event(
+                "config_error",
+                &[
+                    ("missing", SERVICE_KEY_SECRET),
+                    ("agent_id", call.agent.as_str()),
+                    ("effect", "write refused"),
+                ],
+            );
+            return Ok(Err(Refused::Unavailable(http::unavailable_because(
+                Audience::Write,
+                Some("the service signing key is not configured; writes are refused until it is"),
+            ))));
+        }
+        if candidate.is_new_agent() {
+            let ask = Reserve {
+                agent_id: call.agent.as_str().to_owned(),
+                now_ms: call.now_ms,
+                limit: cfg
+                    .tiers
+                    .get(state.tier_at(call.now_ms))
+                    .new_agents_per_ip_24h,
+            };
+            if let Err(reset_at_ms) = ask.send(&self.env, &call.ip_bucket).await? {
+                let rej = Rejection::new_agent_ip_quota(&candidate, call.now_ms, reset_at_ms);
+                return Ok(Err(Refused::Rejected(rej)));
+            }
+        }
+        Ok(Ok(candidate))
+    }
+
+    /// Seals the accepted write into the chain and stores state, history
+    /// index, the new entry, the pending KV mirror ops, the pruned entries'
+    /// deletion and the mirror's retry alarm in one atomic operation.
+    /// Returns the 200 body and the mirror ops to run now.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit(
+        &self,
+        storage: &Storage,
+        state: &mut AgentState,
+        candidate: Candidate,
+        call: &WriteCall,
+        cfg: &Config,
+        keys: &ServiceKeys,
+        stored: Stored,
+    ) -> worker::Result<(write::AcceptedBody, Mirror)> {
+        let signer = keys.signing.as_ref().ok_or("checked in decide")?;
+        let mut history: Option<HistoryIndex> = parse(HISTORY_KEY, stored.history)?;
+        // Versions appended before the index recorded who may see them get
+        // it recorded now, from their own entries (once per agent).
+        if let Some(index) = history.as_mut() {
+            let unrecorded = index.unrecorded();
+            if !unrecorded.is_empty() {
+                let keys: Vec<String> = unrecorded.iter().map(|s| entry_key(*s)).collect();
+                let found = texts_of(storage, &keys).await?;
+                let texts: Vec<(u64, String)> = unrecorded
+                    .iter()
+                    .zip(found)
+                    .filter_map(|(s, t)| Some((*s, t?)))
+                    .collect();
+                index.record_unrecorded(&texts);
+            }
+        }
+        let sealed = state
+            .commit_sealed(
+                candidate,
+                call.now_ms,
+                &cfg.tiers,
+                signer,
+                &keys.keyring,
+                history,
+            )
+            .map_err(|e| e.to_string())?;
+        let sequence = sealed.history.head.length - 1;
+        let entry = sealed.entry.stored_text();
+        let index = serde_json::to_string(&sealed.history)?;
+        let record = serde_json::to_string(&sealed.record)?;
+        let mut mirror: Mirror = parse(MIRROR_KEY, stored.mirror)?.unwrap_or_default();
+        mirror.push_commit(&Commit {
+            agent: &call.agent,
+            sequence,
+            entry: &entry,
+            index: &index,
+            record: &record,
+            pruned: &sealed.pruned,
+        });
+        let pruned: Vec<String> = sealed.pruned.iter().map(|p| entry_key(*p)).collect();
+        let puts = [
+            (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
+            (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?),
+            (HISTORY_KEY.to_owned(), index),
+            (entry_key(sequence), entry),
+        ];
+        commit_atomic(
+            storage,
+            &Batch {
+                puts: &puts,
+                deletes: &pruned,
+                alarm: Alarm::In(Duration::from_millis(RETRY_BASE_MS)),
+            },
+        )
+        .await?;
+        Ok((sealed.body, mirror))
+    }
+}
