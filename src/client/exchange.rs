@@ -126,10 +126,7 @@ impl Client {
     /// GET that must answer 200; the body.
     pub(super) fn read_ok(&self, req: &Request) -> Result<Vec<u8>, Error> {
         let (resp, _) = self.exchange(req)?;
-        if resp.status != 200 {
-            return Err(read_error(req, &resp));
-        }
-        Ok(resp.body)
+        answer_ok(req, resp)
     }
 
     /// A read of one of `agent`'s documents, signed when it needs to be
@@ -145,10 +142,21 @@ impl Client {
         agent: &AgentId,
         req: Request,
     ) -> Result<(Request, Response), Error> {
+        self.read_doc_unless(agent, req, is_capsule_not_found)
+    }
+
+    /// [`Client::read_doc`], asking once more, signed, also when `unsigned`
+    /// says the unsigned answer may not be all a signer would get.
+    fn read_doc_unless(
+        &self,
+        agent: &AgentId,
+        req: Request,
+        unsigned: impl Fn(&Response) -> bool,
+    ) -> Result<(Request, Response), Error> {
         let first = self.signs_reads_of(agent);
         let req = req.signed(first);
         let (resp, _) = self.exchange(&req)?;
-        if first || !is_capsule_not_found(&resp) || self.key().is_err() {
+        if first || !unsigned(&resp) || self.key().is_err() {
             return Ok((req, resp));
         }
         let req = req.signed(true);
@@ -157,22 +165,20 @@ impl Client {
     }
 
     /// [`Client::read_doc`] of a history document (history.json,
-    /// export.json) that must answer 200; the body. An unsigned answer that withholds versions (written
-    /// private, docs/PROTOCOL.md §9) is asked once more, signed, when this
-    /// client has a key, in case they were written for it (or by it).
+    /// export.json) that must answer 200; the body. An unsigned answer that
+    /// withholds versions (written private, docs/PROTOCOL.md §9) is asked
+    /// once more, signed, like a 404, when this client has a key, in case
+    /// they were written for it (or by it).
     pub(super) fn read_history_ok(&self, agent: &AgentId, req: Request) -> Result<Vec<u8>, Error> {
-        let (sent, resp) = self.read_doc(agent, req.clone())?;
-        let withholds = resp.status == 200
-            && resp
-                .body
-                .windows(WITHHELD_MARK.len())
-                .any(|w| w == WITHHELD_MARK);
-        if sent.signed || !withholds || self.key().is_err() {
-            return answer_ok(&sent, resp);
-        }
-        let signed = req.signed(true);
-        let (resp, _) = self.exchange(&signed)?;
-        answer_ok(&signed, resp)
+        let withholds = |r: &Response| {
+            r.status == 200
+                && r.body
+                    .windows(WITHHELD_MARK.len())
+                    .any(|w| w == WITHHELD_MARK)
+        };
+        let (sent, resp) =
+            self.read_doc_unless(agent, req, |r| is_capsule_not_found(r) || withholds(r))?;
+        answer_ok(&sent, resp)
     }
 
     /// Whether reads of `agent` are signed from the first attempt: only our

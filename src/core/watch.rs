@@ -76,6 +76,11 @@ impl Close {
 }
 
 /// Whether one more watcher is taken, given how many the agent has and how
+/// Whether an `Upgrade` header value asks for a WebSocket.
+pub fn asks_websocket(upgrade: Option<&str>) -> bool {
+    upgrade.is_some_and(|u| u.trim().eq_ignore_ascii_case("websocket"))
+}
+
 /// Whether a request that asks for `Upgrade: websocket` is an opening
 /// handshake the runtime can complete (RFC 6455 §4.1: a `Sec-WebSocket-Key`
 /// of 16 bytes in base64, `Sec-WebSocket-Version: 13`). Anything else is

@@ -9,6 +9,7 @@ use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
 use crate::core::reason::ReasonCode;
 use crate::core::urls::{Action, Doc, Method, Route};
+use crate::core::watch::asks_websocket;
 use crate::worker::request::Incoming;
 use worker::Env;
 
@@ -25,8 +26,7 @@ pub fn method_of(req: &Incoming) -> Method {
 /// not pay for the header reads.
 fn watch_method(req: &Incoming, reported: Method) -> worker::Result<Method> {
     let h = req.headers();
-    let upgrade = h.get("Upgrade")?;
-    if !upgrade.is_some_and(|u| u.trim().eq_ignore_ascii_case("websocket")) {
+    if !asks_websocket(h.get("Upgrade")?.as_deref()) {
         return Ok(reported);
     }
     Ok(Method::of_upgrade(

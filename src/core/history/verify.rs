@@ -363,35 +363,76 @@ impl<'a> Verifier<'a> {
         let at = Some(w.sequence);
         self.withheld.push(w.sequence);
         *self.signers.entry(w.seal.signed_by.clone()).or_default() += 1;
-        if (w.sequence == 0) != w.previous_hash.is_none() {
+        self.place(at, w.sequence, w.previous_hash.as_deref(), prev);
+        if let Err(d) = w.seal.verify(self.keyring) {
+            self.fail(Seal, at, d.to_string());
+        }
+    }
+
+    /// An item's place in the chain, whether its content is shown or
+    /// withheld: `previous_hash` null exactly at genesis, and `sequence`
+    /// and `previous_hash` following `prev` (where the window starts, or the
+    /// item before it).
+    fn place(
+        &mut self,
+        at: Option<u64>,
+        sequence: u64,
+        previous_hash: Option<&str>,
+        prev: Prev<'_>,
+    ) {
+        use CheckName::Chain;
+        if (sequence == 0) != previous_hash.is_none() {
             self.fail(
                 Chain,
                 at,
                 "previous_hash must be null exactly at genesis (sequence 0)",
             );
         }
-        let (want_sequence, want_hash) = match prev {
+        match prev {
             Prev::Start {
-                sequence,
-                previous_hash,
-            } => (Some(sequence), Some(previous_hash)),
-            Prev::Entry { sequence, hash, .. } | Prev::Withheld { sequence, hash } => {
-                (Some(sequence + 1), Some(Some(hash)))
+                sequence: start,
+                previous_hash: first,
+            } => {
+                if sequence != start {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!("the head says the window starts at sequence {start}"),
+                    );
+                }
+                if previous_hash != first {
+                    self.fail(
+                        Chain,
+                        at,
+                        "previous_hash is not the head's first_previous_hash",
+                    );
+                }
             }
-            Prev::Unknown => (None, None),
-        };
-        if want_sequence.is_some_and(|s| s != w.sequence) {
-            self.fail(Chain, at, "a withheld entry is out of place in the chain");
-        }
-        if want_hash.is_some_and(|h| h != w.previous_hash.as_deref()) {
-            self.fail(
-                Chain,
-                at,
-                "previous_hash of a withheld entry is not the hash of the entry before it",
-            );
-        }
-        if let Err(d) = w.seal.verify(self.keyring) {
-            self.fail(Seal, at, d.to_string());
+            Prev::Entry {
+                sequence: before,
+                hash,
+                ..
+            }
+            | Prev::Withheld {
+                sequence: before,
+                hash,
+            } => {
+                if sequence != before + 1 {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!("sequence does not follow the previous entry's {before}"),
+                    );
+                }
+                if previous_hash != Some(hash) {
+                    self.fail(
+                        Chain,
+                        at,
+                        format!("previous_hash is not the hash of the entry before it (sequence {before})"),
+                    );
+                }
+            }
+            Prev::Unknown => {}
         }
     }
 
@@ -500,66 +541,22 @@ impl<'a> Verifier<'a> {
                 "capsule.agent_id differs from the entry's agent_id",
             );
         }
-        if (e.sequence == 0) != e.previous_hash.is_none() {
-            self.fail(
-                Chain,
-                at,
-                "previous_hash must be null exactly at genesis (sequence 0)",
-            );
-        }
-        match prev {
-            Prev::Start {
-                sequence,
-                previous_hash,
-            } => {
-                if e.sequence != sequence {
-                    self.fail(
-                        Chain,
-                        at,
-                        format!("the head says the window starts at sequence {sequence}"),
-                    );
-                }
-                if e.previous_hash.as_deref() != previous_hash {
-                    self.fail(
-                        Chain,
-                        at,
-                        "previous_hash is not the head's first_previous_hash",
-                    );
-                }
+        self.place(at, e.sequence, e.previous_hash.as_deref(), prev);
+        // A withheld predecessor shows no seq or cursor to link to.
+        if let Prev::Entry { seq, cursor, .. } = prev {
+            if e.seq <= seq {
+                self.fail(
+                    Chain,
+                    at,
+                    format!(
+                        "seq {} is not greater than the previous entry's {seq}",
+                        e.seq
+                    ),
+                );
             }
-            Prev::Entry { sequence, hash, .. } | Prev::Withheld { sequence, hash } => {
-                if e.sequence != sequence + 1 {
-                    self.fail(
-                        Chain,
-                        at,
-                        format!("sequence does not follow the previous entry's {sequence}"),
-                    );
-                }
-                if e.previous_hash.as_deref() != Some(hash) {
-                    self.fail(
-                        Chain,
-                        at,
-                        format!("previous_hash is not the hash of the entry before it (sequence {sequence})"),
-                    );
-                }
-                // A withheld predecessor shows no seq or cursor to link to.
-                if let Prev::Entry { seq, cursor, .. } = prev {
-                    if e.seq <= seq {
-                        self.fail(
-                            Chain,
-                            at,
-                            format!(
-                                "seq {} is not greater than the previous entry's {seq}",
-                                e.seq
-                            ),
-                        );
-                    }
-                    if e.prev_cursor.as_deref() != Some(cursor) {
-                        self.fail(Chain, at, "prev_cursor is not the previous entry's cursor");
-                    }
-                }
+            if e.prev_cursor.as_deref() != Some(cursor) {
+                self.fail(Chain, at, "prev_cursor is not the previous entry's cursor");
             }
-            Prev::Unknown => {}
         }
 
         // auth

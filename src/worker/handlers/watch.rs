@@ -24,8 +24,7 @@ pub async fn handle(
     agent: &AgentId,
 ) -> worker::Result<Response> {
     let h = req.headers();
-    let upgrade = h.get("Upgrade")?;
-    if !upgrade.is_some_and(|u| u.trim().eq_ignore_ascii_case("websocket")) {
+    if !watch::asks_websocket(h.get("Upgrade")?.as_deref()) {
         return Ok(http::error(
             ReasonCode::WebsocketRequired,
             Audience::Read,
