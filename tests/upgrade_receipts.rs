@@ -7,7 +7,7 @@
 use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::upgrade::amount::Usdc;
 use self_capsule::core::upgrade::evm::{quantity, Address};
-use self_capsule::core::upgrade::receipt::{check_payment, Expected, Observed, Refusal, Verdict};
+use self_capsule::core::upgrade::receipt::{check_payment, Expected, Observed, Unpaid, Verdict};
 use std::path::PathBuf;
 
 struct Case {
@@ -143,27 +143,24 @@ fn payments_that_do_not_pay_the_invoice_are_refused_with_the_reason() {
     let paid = |name: &str| -> u128 { fact(&case(name), "amount_atomic").parse().unwrap() };
     assert_eq!(
         verdict("wrong_amount"),
-        Verdict::Refused(Refusal::Underpaid {
+        Verdict::Refused(Unpaid::Underpaid {
             paid: paid("wrong_amount")
         })
     );
-    assert_eq!(
-        verdict("wrong_token"),
-        Verdict::Refused(Refusal::WrongToken)
-    );
+    assert_eq!(verdict("wrong_token"), Verdict::Refused(Unpaid::WrongToken));
     assert_eq!(
         verdict("wrong_recipient"),
-        Verdict::Refused(Refusal::WrongRecipient)
+        Verdict::Refused(Unpaid::WrongRecipient)
     );
-    assert_eq!(verdict("reverted"), Verdict::Refused(Refusal::Reverted));
+    assert_eq!(verdict("reverted"), Verdict::Refused(Unpaid::Reverted));
     assert_eq!(
         verdict("non_transfer_tx"),
-        Verdict::Refused(Refusal::NoTransfer)
+        Verdict::Refused(Unpaid::NoTransfer)
     );
     // Paying in two parts is not the invoice's amount in any one transfer.
     assert!(matches!(
         verdict("split_transfer_in_one_tx"),
-        Verdict::Refused(Refusal::Underpaid { .. })
+        Verdict::Refused(Unpaid::Underpaid { .. })
     ));
     // A bigger payment is not the invoice's either (the exact amount is what
     // names an invoice): ask for less than was sent.
@@ -172,7 +169,7 @@ fn payments_that_do_not_pay_the_invoice_are_refused_with_the_reason() {
     w.amount -= 1;
     assert!(matches!(
         check(&c, &w, |_| {}),
-        Verdict::Refused(Refusal::Overpaid { .. })
+        Verdict::Refused(Unpaid::Overpaid { .. })
     ));
 }
 
@@ -206,16 +203,10 @@ fn confirmations_and_the_invoice_window() {
     assert!(matches!(check(&c, &w, |_| {}), Verdict::Paid { .. }));
     let mut w = want_for(&c);
     w.not_before = mined_sec(&c) + 1;
-    assert_eq!(
-        check(&c, &w, |_| {}),
-        Verdict::Refused(Refusal::BeforeQuote)
-    );
+    assert_eq!(check(&c, &w, |_| {}), Verdict::Refused(Unpaid::BeforeQuote));
     let mut w = want_for(&c);
     w.not_after = mined_sec(&c) - 1;
-    assert_eq!(
-        check(&c, &w, |_| {}),
-        Verdict::Refused(Refusal::AfterExpiry)
-    );
+    assert_eq!(check(&c, &w, |_| {}), Verdict::Refused(Unpaid::AfterExpiry));
 }
 
 /// A change to the recorded RPC answers.

@@ -1,6 +1,6 @@
-//! The Worker's modules form a tree: `routes -> handlers -> {http, kv,
-//! do_wire} -> core`, the Durable Objects on `{do_wire, storage, http}`, and
-//! leaves that use nothing above them. The Worker only compiles for wasm, so
+//! The Worker's modules form a tree: `routes -> handlers -> {failure ->
+//! http, kv, do_wire} -> core`, the Durable Objects on `{do_wire, storage,
+//! failure, http}`, and leaves that use nothing above them. The Worker only compiles for wasm, so
 //! this reads its `use` paths (`crate::worker::…`, `super::…`) from the
 //! source and fails on an import cycle or an edge against the layering.
 
@@ -179,7 +179,7 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
     // the leaves;
     // kv, storage and rpc (the outside services) use only leaves.
     const ABOVE_LEAVES: &[&str] = &[
-        "kv", "storage", "rpc", "http", "do_wire", "handlers", "objects", "routes",
+        "kv", "storage", "rpc", "http", "failure", "do_wire", "handlers", "objects", "routes",
     ];
     let rules: &[(&str, &[&str])] = &[
         ("config", ABOVE_LEAVES),
@@ -196,11 +196,21 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
         ("objects", &["routes", "handlers"]),
         (
             "do_wire",
-            &["routes", "handlers", "objects", "http", "storage", "kv"],
+            &[
+                "routes", "handlers", "objects", "http", "failure", "storage", "kv",
+            ],
+        ),
+        // Failures are answered with http's builders, and used by
+        // everything above it.
+        (
+            "failure",
+            &["routes", "handlers", "objects", "do_wire", "kv", "storage"],
         ),
         (
             "http",
-            &["routes", "handlers", "objects", "do_wire", "kv", "storage"],
+            &[
+                "routes", "handlers", "objects", "do_wire", "kv", "storage", "failure",
+            ],
         ),
     ];
     let mut problems = Vec::new();
@@ -227,6 +237,9 @@ fn the_worker_import_graph_has_no_cycle_and_keeps_its_layers() {
         ("routes", "handlers::reads"),
         ("handlers::write", "do_wire"),
         ("handlers::reads", "http"),
+        ("handlers::reads", "failure"),
+        ("failure", "http"),
+        ("objects::agent::writes", "failure"),
         ("objects::agent", "do_wire"),
         ("objects::agent::writes", "storage"),
         ("objects::agent::mirror", "kv"),
@@ -274,4 +287,51 @@ fn the_scan_notices_a_cycle_and_a_layer_breach() {
     let e = edges(&sources);
     assert!(e.contains(&("handlers::reads".to_owned(), "routes".to_owned())));
     assert!(find_cycle(&e).is_some());
+}
+
+/// The error answers `http` can build, each reached through
+/// `failure::Failure::response` only: a handler that built one itself
+/// would be a second place deciding how a failure is answered.
+const ERROR_BUILDERS: &[&str] = &[
+    "refusal(",
+    "rejection(",
+    "cursor_not_found(",
+    "unavailable(",
+    "unavailable_because(",
+];
+
+/// Modules (other than `http` and `failure`) that call an error builder.
+fn error_answers_outside_failure(sources: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (module, src) in sources {
+        if module == "http" || module == "failure" {
+            continue;
+        }
+        for b in ERROR_BUILDERS {
+            if src.contains(&format!("http::{b}")) {
+                out.push(format!("{module} calls http::{b}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_failure_is_answered_in_one_place() {
+    let sources = worker_sources();
+    assert!(
+        sources["failure"].contains("http::refusal("),
+        "failure.rs no longer answers refusals: update this test"
+    );
+    let found = error_answers_outside_failure(&sources);
+    assert!(found.is_empty(), "{found:#?}");
+
+    // The check notices a handler answering a refusal itself.
+    let mut sources = sources;
+    let reads = sources.get_mut("handlers::reads").unwrap();
+    reads.push_str("\nfn x() { let _ = http::refusal(&r, Audience::Read); }\n");
+    assert_eq!(
+        error_answers_outside_failure(&sources),
+        ["handlers::reads calls http::refusal("]
+    );
 }

@@ -9,7 +9,7 @@
 use crate::core::crypto::{PublicKey, SIGNATURE_ALG};
 use crate::core::json;
 use crate::core::limits::{TierLimits, MAX_BODY_BYTES};
-use crate::core::reason::ReasonCode;
+use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::urls::Doc;
 use serde::Serialize;
 
@@ -84,24 +84,11 @@ pub struct Envelope {
     pub signature_alg: &'static str,
 }
 
-/// A refused bootstrap: the code (whose status the Worker answers with) and
-/// a detail for the client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// `invalid_json` or `bad_public_key`.
-    pub code: ReasonCode,
-    /// What to fix.
-    pub detail: String,
-}
-
 /// Answers a bootstrap body (at most [`MAX_BOOTSTRAP_BODY`] bytes, which the
 /// Worker enforces while reading). `origin` is the service's public origin
 /// (`https://host[:port]`, no trailing slash).
 pub fn answer(body: &[u8], origin: &str, free: &TierLimits) -> Result<Bootstrap, Refusal> {
-    let refuse = |code, detail: &str| Refusal {
-        code,
-        detail: detail.to_owned(),
-    };
+    let refuse = |code, detail: &str| Refusal::new(code, detail);
     let parsed = json::parse(body).map_err(|_| {
         refuse(
             ReasonCode::InvalidJson,
@@ -226,7 +213,7 @@ mod tests {
         for (body, code) in cases {
             let r = answer(body, "http://x", &free()).unwrap_err();
             assert_eq!(r.code, code, "{}", String::from_utf8_lossy(body));
-            assert!(!r.detail.is_empty());
+            assert!(r.detail.as_ref().is_some_and(|d| !d.is_empty()));
         }
     }
 

@@ -187,6 +187,62 @@ impl<'de> serde::Deserialize<'de> for ReasonCode {
     }
 }
 
+/// A request refused with a reason code: the one shape of every refusal
+/// that is not a write's `core::write::Rejection` (which carries its
+/// findings and schema violations). Its status is the code's own; the
+/// Worker turns it into `{"error": code, "detail"?, "retry_after_sec"?}`
+/// in one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The reason code.
+    pub code: ReasonCode,
+    /// What happened, for the client, when there is more to say than the code.
+    pub detail: Option<String>,
+    /// Seconds to wait before resending the same request, when waiting can help.
+    pub retry_after_sec: Option<u64>,
+    /// Internal detail for the operator's log (provider faults); never sent.
+    pub log: Option<String>,
+}
+
+impl Refusal {
+    /// A refusal with `code` and nothing more to say.
+    pub fn code(code: ReasonCode) -> Refusal {
+        Refusal {
+            code,
+            detail: None,
+            retry_after_sec: None,
+            log: None,
+        }
+    }
+    /// A refusal with `code` and a detail for the client.
+    pub fn new(code: ReasonCode, detail: impl Into<String>) -> Refusal {
+        Refusal {
+            detail: Some(detail.into()),
+            ..Refusal::code(code)
+        }
+    }
+    /// With a wait.
+    pub fn retry_after(mut self, secs: u64) -> Refusal {
+        self.retry_after_sec = Some(secs);
+        self
+    }
+    /// With an internal detail to log.
+    pub fn logged(mut self, why: String) -> Refusal {
+        self.log = Some(why);
+        self
+    }
+    /// The detail, or the code's wire name when there is none.
+    pub fn detail_or_code(&self) -> &str {
+        self.detail.as_deref().unwrap_or(self.code.as_str())
+    }
+}
+
+impl From<ReasonCode> for Refusal {
+    fn from(code: ReasonCode) -> Refusal {
+        Refusal::code(code)
+    }
+}
+
 /// Sorts codes into reporting order and removes repeats.
 pub fn normalize(codes: &mut Vec<ReasonCode>) {
     codes.sort();

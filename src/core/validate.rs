@@ -103,19 +103,6 @@ pub mod bounds {
 }
 use bounds::*;
 
-const TOP_FIELDS: &[&str] = &[
-    "schema_version",
-    "agent_id",
-    "policy",
-    "constraints",
-    "objectives",
-    "capabilities",
-    "pointers",
-    "self_motto",
-    "watch",
-    "access_control",
-];
-
 /// Checks a capsule value. `Err` holds every violation found, in document
 /// order; callers report their codes de-duplicated in stable order.
 pub fn validate_capsule(value: &Json) -> Result<Capsule, Vec<Violation>> {
@@ -136,6 +123,24 @@ pub fn validate_capsule(value: &Json) -> Result<Capsule, Vec<Violation>> {
 #[derive(Default)]
 struct Checker {
     out: Vec<Violation>,
+}
+
+/// A member of a checked object: its value, if present, and its path. The
+/// checks take one, so a field's name is written once, in its object's list
+/// of members ([`Checker::fields`]), which is also that object's allowlist.
+struct Field<'a> {
+    value: Option<&'a Json>,
+    at: String,
+}
+
+impl<'a> Field<'a> {
+    /// The value of a list item (or any value) at `at`, checked as a field.
+    fn item(value: &'a Json, at: &str) -> Field<'a> {
+        Field {
+            value: Some(value),
+            at: at.to_owned(),
+        }
+    }
 }
 
 fn chars(s: &str) -> usize {
@@ -206,6 +211,23 @@ impl Checker {
         Some(entries)
     }
 
+    /// The members `names` of the object `value` (absent ones with no value),
+    /// in the order named; every other member is reported `unknown_field`.
+    /// `None` when `value` is not an object (reported as `code`).
+    fn fields<'a, const N: usize>(
+        &mut self,
+        value: &'a Json,
+        at: &str,
+        code: R,
+        names: [&str; N],
+    ) -> Option<[Field<'a>; N]> {
+        self.object(value, at, code, &names)?;
+        Some(names.map(|name| Field {
+            value: value.get(name),
+            at: path::key(at, name),
+        }))
+    }
+
     fn array<'a>(&mut self, value: &'a Json, at: &str, code: R, max: usize) -> Option<&'a [Json]> {
         match value.as_array() {
             None => {
@@ -230,15 +252,9 @@ impl Checker {
     }
 
     /// A string of `min..=max` scalar values.
-    fn string(
-        &mut self,
-        value: Option<&Json>,
-        at: &str,
-        code: R,
-        min: usize,
-        max: usize,
-    ) -> Option<String> {
-        let Some(value) = value else {
+    fn string(&mut self, field: &Field<'_>, code: R, min: usize, max: usize) -> Option<String> {
+        let at = field.at.as_str();
+        let Some(value) = field.value else {
             self.push(code, at, "required");
             return None;
         };
@@ -265,29 +281,22 @@ impl Checker {
 
     fn optional_string(
         &mut self,
-        value: Option<&Json>,
-        at: &str,
+        field: &Field<'_>,
         code: R,
         min: usize,
         max: usize,
     ) -> Option<Option<String>> {
-        match value {
+        match field.value {
             None => Some(None),
-            Some(_) => self.string(value, at, code, min, max).map(Some),
+            Some(_) => self.string(field, code, min, max).map(Some),
         }
     }
 
-    fn int(
-        &mut self,
-        value: Option<&Json>,
-        at: &str,
-        code: R,
-        (lo, hi): (u64, u64),
-    ) -> Option<u32> {
-        match value.and_then(Json::as_safe_u64) {
+    fn int(&mut self, field: &Field<'_>, code: R, (lo, hi): (u64, u64)) -> Option<u32> {
+        match field.value.and_then(Json::as_safe_u64) {
             Some(n) if (lo..=hi).contains(&n) => Some(n as u32),
             _ => {
-                self.push(code, at, format!("required integer in {lo}..={hi}"));
+                self.push(code, &field.at, format!("required integer in {lo}..={hi}"));
                 None
             }
         }
@@ -319,57 +328,88 @@ impl Checker {
         (self.out.len() == before && items.len() <= max_items).then_some(list)
     }
 
+    /// An optional list-valued member: `None` when absent, else the list if
+    /// it passes [`Self::string_list`].
+    fn optional_list(
+        &mut self,
+        field: &Field<'_>,
+        code: R,
+        max_items: usize,
+        describe: &str,
+        ok: impl Fn(&str) -> bool,
+    ) -> Option<Option<Vec<String>>> {
+        field
+            .value
+            .map(|v| self.string_list(v, &field.at, code, max_items, describe, ok))
+    }
+
     fn capsule(&mut self, value: &Json) -> Option<Capsule> {
-        let Some(entries) = value.as_object() else {
+        if value.as_object().is_none() {
             self.push(
                 R::InvalidCapsule,
                 "$",
                 format!("capsule must be an object, not {}", value.type_name()),
             );
             return None;
-        };
-        let _ = self.object(value, "$", R::InvalidCapsule, TOP_FIELDS);
-        let get = |k: &str| entries.iter().find(|(n, _)| n == k).map(|(_, v)| v);
+        }
+        let [schema_version, agent_id, policy, constraints, objectives, capabilities, pointers, self_motto, watch, access_control] =
+            self.fields(
+                value,
+                "$",
+                R::InvalidCapsule,
+                [
+                    "schema_version",
+                    "agent_id",
+                    "policy",
+                    "constraints",
+                    "objectives",
+                    "capabilities",
+                    "pointers",
+                    "self_motto",
+                    "watch",
+                    "access_control",
+                ],
+            )?;
 
-        match get("schema_version") {
+        match schema_version.value {
             Some(Json::String(s)) if s == SCHEMA_VERSION => {}
             _ => self.push(
                 R::SchemaVersion,
-                "$.schema_version",
+                &schema_version.at,
                 format!("required, exactly \"{SCHEMA_VERSION}\""),
             ),
         }
-        let agent_id = match get("agent_id") {
+        let agent_id = match agent_id.value {
             Some(Json::String(s)) if is_lower_hex(s, 64) => Some(s.clone()),
             _ => {
                 self.push(
                     R::AgentId,
-                    "$.agent_id",
+                    &agent_id.at,
                     "required, 64 lowercase hex characters",
                 );
                 None
             }
         };
-        let policy = match get("policy") {
-            Some(p) => self.policy(p),
+        let policy = match policy.value {
+            Some(p) => self.policy(p, &policy.at),
             None => {
-                self.push(R::Policy, "$.policy", "required");
+                self.push(R::Policy, &policy.at, "required");
                 None
             }
         };
-        let constraints = get("constraints").map(|c| self.constraints(c));
-        let objectives = get("objectives").map(|o| self.objectives(o));
-        let capabilities = get("capabilities").map(|c| self.capabilities(c));
-        let pointers = get("pointers").map(|p| self.pointers(p));
-        let self_motto = self.optional_string(
-            get("self_motto"),
-            "$.self_motto",
-            R::SelfMotto,
-            0,
-            MOTTO_MAX,
-        );
-        let watch = get("watch").map(|w| self.watch(w));
-        let access_control = get("access_control").map(|a| self.access_control(a));
+        let constraints = constraints
+            .value
+            .map(|c| self.constraints(c, &constraints.at));
+        let objectives = objectives.value.map(|o| self.objectives(o, &objectives.at));
+        let capabilities = capabilities
+            .value
+            .map(|c| self.capabilities(c, &capabilities.at));
+        let pointers = pointers.value.map(|p| self.pointers(p, &pointers.at));
+        let self_motto = self.optional_string(&self_motto, R::SelfMotto, 0, MOTTO_MAX);
+        let watch = watch.value.map(|w| self.watch(w, &watch.at));
+        let access_control = access_control
+            .value
+            .map(|a| self.access_control(a, &access_control.at));
 
         Some(Capsule {
             agent_id: agent_id?,
@@ -384,58 +424,46 @@ impl Checker {
         })
     }
 
-    fn policy(&mut self, value: &Json) -> Option<Policy> {
-        const FIELDS: &[&str] = &[
-            "policy_version",
-            "rehydrate_mode",
-            "deny_external_instructions",
-            "deny_tool_instructions_in_text",
-            "memory_budget",
-        ];
-        self.object(value, "$.policy", R::Policy, FIELDS)?;
-        let policy_version = self.string(
-            value.get("policy_version"),
-            "$.policy.policy_version",
-            R::PolicyVersion,
-            1,
-            POLICY_VERSION_MAX,
-        );
-        let rehydrate_mode = match value.get("rehydrate_mode") {
+    fn policy(&mut self, value: &Json, at: &str) -> Option<Policy> {
+        let [policy_version, rehydrate_mode, deny_external, deny_tool, memory_budget] = self
+            .fields(
+                value,
+                at,
+                R::Policy,
+                [
+                    "policy_version",
+                    "rehydrate_mode",
+                    "deny_external_instructions",
+                    "deny_tool_instructions_in_text",
+                    "memory_budget",
+                ],
+            )?;
+        let policy_version = self.string(&policy_version, R::PolicyVersion, 1, POLICY_VERSION_MAX);
+        let rehydrate_mode = match rehydrate_mode.value {
             Some(Json::String(s)) if s == "strict" => Some(RehydrateMode::Strict),
             _ => {
                 self.push(
                     R::RehydrateMode,
-                    "$.policy.rehydrate_mode",
+                    &rehydrate_mode.at,
                     "required, exactly \"strict\"",
                 );
                 None
             }
         };
-        for flag in [
-            "deny_external_instructions",
-            "deny_tool_instructions_in_text",
-        ] {
-            if value.get(flag) != Some(&Json::Bool(true)) {
-                self.push(
-                    R::Policy,
-                    &path::key("$.policy", flag),
-                    "required, must be true",
-                );
+        let mut deny_ok = true;
+        for flag in [&deny_external, &deny_tool] {
+            if flag.value != Some(&Json::Bool(true)) {
+                self.push(R::Policy, &flag.at, "required, must be true");
+                deny_ok = false;
             }
         }
-        let memory_budget = match value.get("memory_budget") {
+        let memory_budget = match memory_budget.value {
             None => {
-                self.push(R::MemoryBudget, "$.policy.memory_budget", "required");
+                self.push(R::MemoryBudget, &memory_budget.at, "required");
                 None
             }
-            Some(mb) => self.memory_budget(mb),
+            Some(mb) => self.memory_budget(mb, &memory_budget.at),
         };
-        let deny_ok = [
-            "deny_external_instructions",
-            "deny_tool_instructions_in_text",
-        ]
-        .iter()
-        .all(|f| value.get(f) == Some(&Json::Bool(true)));
         let policy = Policy {
             policy_version: policy_version?,
             rehydrate_mode: rehydrate_mode?,
@@ -444,54 +472,36 @@ impl Checker {
         deny_ok.then_some(policy)
     }
 
-    fn memory_budget(&mut self, value: &Json) -> Option<MemoryBudget> {
-        const AT: &str = "$.policy.memory_budget";
-        self.object(
+    fn memory_budget(&mut self, value: &Json, at: &str) -> Option<MemoryBudget> {
+        let [tokens, objectives] = self.fields(
             value,
-            AT,
+            at,
             R::MemoryBudget,
-            &["max_rehydrate_tokens", "max_objectives"],
+            ["max_rehydrate_tokens", "max_objectives"],
         )?;
-        let tokens = self.int(
-            value.get("max_rehydrate_tokens"),
-            "$.policy.memory_budget.max_rehydrate_tokens",
-            R::MaxRehydrateTokens,
-            REHYDRATE_TOKENS,
-        );
-        let objectives = self.int(
-            value.get("max_objectives"),
-            "$.policy.memory_budget.max_objectives",
-            R::MaxObjectives,
-            MAX_OBJECTIVES,
-        );
+        let tokens = self.int(&tokens, R::MaxRehydrateTokens, REHYDRATE_TOKENS);
+        let objectives = self.int(&objectives, R::MaxObjectives, MAX_OBJECTIVES);
         Some(MemoryBudget {
             max_rehydrate_tokens: tokens?,
             max_objectives: objectives?,
         })
     }
 
-    fn constraints(&mut self, value: &Json) -> Option<Vec<Constraint>> {
-        const AT: &str = "$.constraints";
-        let items = self.array(value, AT, R::Constraints, CONSTRAINTS_MAX)?;
+    fn constraints(&mut self, value: &Json, at: &str) -> Option<Vec<Constraint>> {
+        let items = self.array(value, at, R::Constraints, CONSTRAINTS_MAX)?;
         let before = self.out.len();
         let mut out = Vec::with_capacity(items.len());
         let mut ids: Vec<&str> = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let at = path::index(AT, i);
-            if self
-                .object(item, &at, R::Constraints, &["id", "type", "value"])
-                .is_none()
-            {
+            let at = path::index(at, i);
+            let Some([id, kind, value]) =
+                self.fields(item, &at, R::Constraints, ["id", "type", "value"])
+            else {
                 continue;
-            }
-            let id = self.id(
-                item.get("id"),
-                &path::key(&at, "id"),
-                R::ConstraintId,
-                &mut ids,
-            );
-            let kind = match item
-                .get("type")
+            };
+            let id = self.id(&id, R::ConstraintId, &mut ids);
+            let kind = match kind
+                .value
                 .and_then(Json::as_str)
                 .and_then(ConstraintType::parse)
             {
@@ -499,7 +509,7 @@ impl Checker {
                 None => {
                     self.push(
                         R::ConstraintType,
-                        &path::key(&at, "type"),
+                        &kind.at,
                         format!(
                             "required, one of {}",
                             names(&ConstraintType::ALL, ConstraintType::as_str)
@@ -508,13 +518,12 @@ impl Checker {
                     None
                 }
             };
-            let value_at = path::key(&at, "value");
-            let val = match item.get("value") {
+            let val = match value.value {
                 Some(Json::Bool(b)) => Some(ConstraintValue::Flag(*b)),
                 Some(list @ Json::Array(_)) => self
                     .string_list(
                         list,
-                        &value_at,
+                        &value.at,
                         R::ConstraintValue,
                         CONSTRAINT_VALUES_MAX,
                         &format!("a string of 1 to {CONSTRAINT_VALUE_LEN_MAX} characters"),
@@ -524,7 +533,7 @@ impl Checker {
                 _ => {
                     self.push(
                         R::ConstraintValue,
-                        &value_at,
+                        &value.at,
                         "required, a boolean or an array of strings",
                     );
                     None
@@ -538,15 +547,9 @@ impl Checker {
     }
 
     /// An id (`^[a-z0-9_-]+$`, at most [`ID_MAX`]) that must be unique among `seen`.
-    fn id<'a>(
-        &mut self,
-        value: Option<&'a Json>,
-        at: &str,
-        code: R,
-        seen: &mut Vec<&'a str>,
-    ) -> Option<String> {
+    fn id<'a>(&mut self, field: &Field<'a>, code: R, seen: &mut Vec<&'a str>) -> Option<String> {
         let describe = format!("required, 1 to {ID_MAX} characters of [a-z0-9_-]");
-        self.unique(value, at, code, seen, &describe, |s| {
+        self.unique(field, code, seen, &describe, |s| {
             is_slug(s) && chars(s) <= ID_MAX
         })
     }
@@ -554,38 +557,37 @@ impl Checker {
     /// A string passing `ok` that must be unique among `seen` (ids, note keys, reader ids).
     fn unique<'a>(
         &mut self,
-        value: Option<&'a Json>,
-        at: &str,
+        field: &Field<'a>,
         code: R,
         seen: &mut Vec<&'a str>,
         describe: &str,
         ok: impl Fn(&str) -> bool,
     ) -> Option<String> {
-        match value.and_then(Json::as_str) {
+        match field.value.and_then(Json::as_str) {
             Some(s) if ok(s) => {
                 if seen.contains(&s) {
-                    self.push(code, at, "duplicate: an earlier item already has it");
+                    self.push(code, &field.at, "duplicate: an earlier item already has it");
                     return None;
                 }
                 seen.push(s);
                 Some(s.to_owned())
             }
             _ => {
-                self.push(code, at, describe);
+                self.push(code, &field.at, describe);
                 None
             }
         }
     }
 
     /// An optional timestamp member (see [`is_timestamp`]).
-    fn timestamp(&mut self, value: Option<&Json>, at: &str, code: R) -> Option<Option<String>> {
-        match value {
+    fn timestamp(&mut self, field: &Field<'_>, code: R) -> Option<Option<String>> {
+        match field.value {
             None => Some(None),
             Some(Json::String(s)) if is_timestamp(s) => Some(Some(s.clone())),
             Some(_) => {
                 self.push(
                     code,
-                    at,
+                    &field.at,
                     format!(
                         "an RFC 3339 date-time such as 2026-02-10T12:00:00Z: upper-case T, \
                          Z, +HH:MM or -HH:MM, at most {TIMESTAMP_FRACTION_DIGITS_MAX} fraction \
@@ -598,47 +600,42 @@ impl Checker {
     }
 
     /// An optional `tags` member of an objective, receipt or note.
-    fn tags(&mut self, value: Option<&Json>, at: &str, code: R) -> Option<Option<Vec<String>>> {
-        member(value.map(|v| {
-            self.string_list(
-                v,
-                at,
-                code,
-                TAGS_MAX,
-                &format!("a tag of 1 to {TAG_LEN_MAX} characters"),
-                |s| (1..=TAG_LEN_MAX).contains(&chars(s)),
-            )
-        }))
+    fn tags(&mut self, field: &Field<'_>, code: R) -> Option<Option<Vec<String>>> {
+        member(self.optional_list(
+            field,
+            code,
+            TAGS_MAX,
+            &format!("a tag of 1 to {TAG_LEN_MAX} characters"),
+            |s| (1..=TAG_LEN_MAX).contains(&chars(s)),
+        ))
     }
 
-    fn objectives(&mut self, value: &Json) -> Option<Vec<Objective>> {
-        const AT: &str = "$.objectives";
-        const FIELDS: &[&str] = &[
-            "id",
-            "status",
-            "priority",
-            "title",
-            "checkpoint",
-            "updated_at",
-            "tags",
-        ];
-        let items = self.array(value, AT, R::Objectives, OBJECTIVES_MAX)?;
+    fn objectives(&mut self, value: &Json, at: &str) -> Option<Vec<Objective>> {
+        let items = self.array(value, at, R::Objectives, OBJECTIVES_MAX)?;
         let before = self.out.len();
         let mut out = Vec::with_capacity(items.len());
         let mut ids: Vec<&str> = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let at = path::index(AT, i);
-            if self.object(item, &at, R::Objectives, FIELDS).is_none() {
+            let at = path::index(at, i);
+            let Some([id, status, priority, title, checkpoint, updated_at, tags]) = self.fields(
+                item,
+                &at,
+                R::Objectives,
+                [
+                    "id",
+                    "status",
+                    "priority",
+                    "title",
+                    "checkpoint",
+                    "updated_at",
+                    "tags",
+                ],
+            ) else {
                 continue;
-            }
-            let id = self.id(
-                item.get("id"),
-                &path::key(&at, "id"),
-                R::ObjectiveId,
-                &mut ids,
-            );
-            let status = match item
-                .get("status")
+            };
+            let id = self.id(&id, R::ObjectiveId, &mut ids);
+            let status = match status
+                .value
                 .and_then(Json::as_str)
                 .and_then(ObjectiveStatus::parse)
             {
@@ -646,7 +643,7 @@ impl Checker {
                 None => {
                     self.push(
                         R::ObjectiveStatus,
-                        &path::key(&at, "status"),
+                        &status.at,
                         format!(
                             "required, one of {}",
                             names(&ObjectiveStatus::ALL, ObjectiveStatus::as_str)
@@ -655,40 +652,25 @@ impl Checker {
                     None
                 }
             };
-            let priority = match item.get("priority") {
+            let priority = match priority.value {
                 None => Some(None),
                 Some(p) => match p.as_str().and_then(Priority::parse) {
                     Some(p) => Some(Some(p)),
                     None => {
                         self.push(
                             R::ObjectivePriority,
-                            &path::key(&at, "priority"),
+                            &priority.at,
                             format!("one of {}", names(&Priority::ALL, Priority::as_str)),
                         );
                         None
                     }
                 },
             };
-            let title = self.string(
-                item.get("title"),
-                &path::key(&at, "title"),
-                R::ObjectiveTitle,
-                1,
-                TITLE_MAX,
-            );
-            let checkpoint = self.optional_string(
-                item.get("checkpoint"),
-                &path::key(&at, "checkpoint"),
-                R::ObjectiveCheckpoint,
-                0,
-                CHECKPOINT_MAX,
-            );
-            let updated_at = self.timestamp(
-                item.get("updated_at"),
-                &path::key(&at, "updated_at"),
-                R::ObjectiveUpdatedAt,
-            );
-            let tags = self.tags(item.get("tags"), &path::key(&at, "tags"), R::ObjectiveTags);
+            let title = self.string(&title, R::ObjectiveTitle, 1, TITLE_MAX);
+            let checkpoint =
+                self.optional_string(&checkpoint, R::ObjectiveCheckpoint, 0, CHECKPOINT_MAX);
+            let updated_at = self.timestamp(&updated_at, R::ObjectiveUpdatedAt);
+            let tags = self.tags(&tags, R::ObjectiveTags);
             if let (
                 Some(id),
                 Some(status),
@@ -713,107 +695,84 @@ impl Checker {
         (self.out.len() == before && items.len() <= OBJECTIVES_MAX).then_some(out)
     }
 
-    fn capabilities(&mut self, value: &Json) -> Option<Capabilities> {
-        const AT: &str = "$.capabilities";
-        self.object(
+    fn capabilities(&mut self, value: &Json, at: &str) -> Option<Capabilities> {
+        let [tools, flags] = self.fields(
             value,
-            AT,
+            at,
             R::Capabilities,
-            &["tool_allowlist", "feature_flags"],
+            ["tool_allowlist", "feature_flags"],
         )?;
         let before = self.out.len();
-        let tool_allowlist = value.get("tool_allowlist").map(|v| {
-            self.string_list(
-                v,
-                "$.capabilities.tool_allowlist",
-                R::ToolAllowlist,
-                TOOLS_MAX,
-                &format!("a tool id of 1 to {TOOL_LEN_MAX} characters of [a-z0-9_.:-]"),
-                |s| is_tool_id(s) && chars(s) <= TOOL_LEN_MAX,
-            )
-        });
-        let feature_flags = value.get("feature_flags").map(|v| {
-            self.string_list(
-                v,
-                "$.capabilities.feature_flags",
-                R::FeatureFlags,
-                FLAGS_MAX,
-                &format!("a flag of 1 to {FLAG_LEN_MAX} characters of [a-z0-9_-]"),
-                |s| is_slug(s) && chars(s) <= FLAG_LEN_MAX,
-            )
-        });
+        let tool_allowlist = self.optional_list(
+            &tools,
+            R::ToolAllowlist,
+            TOOLS_MAX,
+            &format!("a tool id of 1 to {TOOL_LEN_MAX} characters of [a-z0-9_.:-]"),
+            |s| is_tool_id(s) && chars(s) <= TOOL_LEN_MAX,
+        );
+        let feature_flags = self.optional_list(
+            &flags,
+            R::FeatureFlags,
+            FLAGS_MAX,
+            &format!("a flag of 1 to {FLAG_LEN_MAX} characters of [a-z0-9_-]"),
+            |s| is_slug(s) && chars(s) <= FLAG_LEN_MAX,
+        );
         (self.out.len() == before).then(|| Capabilities {
             tool_allowlist: tool_allowlist.flatten(),
             feature_flags: feature_flags.flatten(),
         })
     }
 
-    fn pointers(&mut self, value: &Json) -> Option<Pointers> {
-        self.object(value, "$.pointers", R::Pointers, &["receipts", "notes"])?;
-        let receipts = value.get("receipts").map(|r| self.receipts(r));
-        let notes = value.get("notes").map(|n| self.notes(n));
+    fn pointers(&mut self, value: &Json, at: &str) -> Option<Pointers> {
+        let [receipts, notes] = self.fields(value, at, R::Pointers, ["receipts", "notes"])?;
+        let receipts = receipts.value.map(|r| self.receipts(r, &receipts.at));
+        let notes = notes.value.map(|n| self.notes(n, &notes.at));
         Some(Pointers {
             receipts: member(receipts)?,
             notes: member(notes)?,
         })
     }
 
-    fn receipts(&mut self, value: &Json) -> Option<Vec<Receipt>> {
-        const AT: &str = "$.pointers.receipts";
-        const FIELDS: &[&str] = &[
-            "name",
-            "content_hash",
-            "evidence_url",
-            "rationale",
-            "updated_at",
-            "tags",
-        ];
-        let items = self.array(value, AT, R::Receipts, RECEIPTS_MAX)?;
+    fn receipts(&mut self, value: &Json, at: &str) -> Option<Vec<Receipt>> {
+        let items = self.array(value, at, R::Receipts, RECEIPTS_MAX)?;
         let before = self.out.len();
         let mut receipts = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let at = path::index(AT, i);
-            if self.object(item, &at, R::Receipts, FIELDS).is_none() {
+            let at = path::index(at, i);
+            let Some([name, content_hash, evidence_url, rationale, updated_at, tags]) = self
+                .fields(
+                    item,
+                    &at,
+                    R::Receipts,
+                    [
+                        "name",
+                        "content_hash",
+                        "evidence_url",
+                        "rationale",
+                        "updated_at",
+                        "tags",
+                    ],
+                )
+            else {
                 continue;
-            }
-            let name = self.string(
-                item.get("name"),
-                &path::key(&at, "name"),
-                R::ReceiptName,
-                1,
-                RECEIPT_NAME_MAX,
-            );
-            let content_hash = match item.get("content_hash").and_then(Json::as_str) {
+            };
+            let name = self.string(&name, R::ReceiptName, 1, RECEIPT_NAME_MAX);
+            let content_hash = match content_hash.value.and_then(Json::as_str) {
                 Some(h) if jcs::is_cursor(h) => Some(h.to_owned()),
                 _ => {
                     self.push(
                         R::ReceiptContentHash,
-                        &path::key(&at, "content_hash"),
+                        &content_hash.at,
                         "required, \"sha256:\" followed by 64 lowercase hex characters",
                     );
                     None
                 }
             };
-            let evidence_url = self.optional_string(
-                item.get("evidence_url"),
-                &path::key(&at, "evidence_url"),
-                R::ReceiptEvidenceUrl,
-                1,
-                EVIDENCE_URL_MAX,
-            );
-            let rationale = self.optional_string(
-                item.get("rationale"),
-                &path::key(&at, "rationale"),
-                R::ReceiptRationale,
-                0,
-                RATIONALE_MAX,
-            );
-            let updated_at = self.timestamp(
-                item.get("updated_at"),
-                &path::key(&at, "updated_at"),
-                R::ReceiptUpdatedAt,
-            );
-            let tags = self.tags(item.get("tags"), &path::key(&at, "tags"), R::ReceiptTags);
+            let evidence_url =
+                self.optional_string(&evidence_url, R::ReceiptEvidenceUrl, 1, EVIDENCE_URL_MAX);
+            let rationale = self.optional_string(&rationale, R::ReceiptRationale, 0, RATIONALE_MAX);
+            let updated_at = self.timestamp(&updated_at, R::ReceiptUpdatedAt);
+            let tags = self.tags(&tags, R::ReceiptTags);
             if let (
                 Some(name),
                 Some(content_hash),
@@ -842,41 +801,28 @@ impl Checker {
         (self.out.len() == before && items.len() <= RECEIPTS_MAX).then_some(receipts)
     }
 
-    fn notes(&mut self, value: &Json) -> Option<Vec<Note>> {
-        const AT: &str = "$.pointers.notes";
-        let items = self.array(value, AT, R::Notes, NOTES_MAX)?;
+    fn notes(&mut self, value: &Json, at: &str) -> Option<Vec<Note>> {
+        let items = self.array(value, at, R::Notes, NOTES_MAX)?;
         let before = self.out.len();
         let mut notes = Vec::with_capacity(items.len());
         let mut keys: Vec<&str> = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let at = path::index(AT, i);
-            if self
-                .object(item, &at, R::Notes, &["key", "value", "updated_at", "tags"])
-                .is_none()
-            {
+            let at = path::index(at, i);
+            let Some([key, text, updated_at, tags]) =
+                self.fields(item, &at, R::Notes, ["key", "value", "updated_at", "tags"])
+            else {
                 continue;
-            }
+            };
             let key = self.unique(
-                item.get("key"),
-                &path::key(&at, "key"),
+                &key,
                 R::NoteKey,
                 &mut keys,
                 &format!("required, 1 to {NOTE_KEY_MAX} characters of [a-z0-9_.:-]"),
                 |s| is_tool_id(s) && chars(s) <= NOTE_KEY_MAX,
             );
-            let text = self.string(
-                item.get("value"),
-                &path::key(&at, "value"),
-                R::NoteValue,
-                1,
-                NOTE_VALUE_MAX,
-            );
-            let updated_at = self.timestamp(
-                item.get("updated_at"),
-                &path::key(&at, "updated_at"),
-                R::NoteUpdatedAt,
-            );
-            let tags = self.tags(item.get("tags"), &path::key(&at, "tags"), R::NoteTags);
+            let text = self.string(&text, R::NoteValue, 1, NOTE_VALUE_MAX);
+            let updated_at = self.timestamp(&updated_at, R::NoteUpdatedAt);
+            let tags = self.tags(&tags, R::NoteTags);
             if let (Some(key), Some(value), Some(updated_at), Some(tags)) =
                 (key, text, updated_at, tags)
             {
@@ -891,28 +837,23 @@ impl Checker {
         (self.out.len() == before && items.len() <= NOTES_MAX).then_some(notes)
     }
 
-    fn access_control(&mut self, value: &Json) -> Option<AccessControl> {
-        const AT: &str = "$.access_control";
-        self.object(
+    fn access_control(&mut self, value: &Json, at: &str) -> Option<AccessControl> {
+        let [public, readers] = self.fields(
             value,
-            AT,
+            at,
             R::AccessControl,
-            &["public", "authorized_readers"],
+            ["public", "authorized_readers"],
         )?;
-        let public = match value.get("public") {
+        let public = match public.value {
             Some(Json::Bool(b)) => Some(*b),
             _ => {
-                self.push(
-                    R::AccessControlPublic,
-                    "$.access_control.public",
-                    "required, a boolean",
-                );
+                self.push(R::AccessControlPublic, &public.at, "required, a boolean");
                 None
             }
         };
-        let readers = match value.get("authorized_readers") {
+        let readers = match readers.value {
             None => Some(Vec::new()),
-            Some(list) => self.readers(list),
+            Some(list) => self.readers(list, &readers.at),
         };
         Some(AccessControl {
             public: public?,
@@ -920,22 +861,19 @@ impl Checker {
         })
     }
 
-    fn readers(&mut self, value: &Json) -> Option<Vec<Reader>> {
-        const AT: &str = "$.access_control.authorized_readers";
-        const FIELDS: &[&str] = &["agent_id", "scopes", "expires_at", "granted_at"];
-        let items = self.array(value, AT, R::AuthorizedReaders, READERS_MAX)?;
+    fn readers(&mut self, value: &Json, at: &str) -> Option<Vec<Reader>> {
+        let items = self.array(value, at, R::AuthorizedReaders, READERS_MAX)?;
         let before = self.out.len();
         let mut readers = Vec::with_capacity(items.len());
         // One grant per reader: two entries for one agent would leave its scopes ambiguous.
         let mut ids: Vec<&str> = Vec::new();
         let id_rule = "an agent id: 64 lowercase hex characters";
         for (i, item) in items.iter().enumerate() {
-            let at = path::index(AT, i);
+            let at = path::index(at, i);
             if item.as_str().is_some() {
                 // A bare agent id: every read scope, no expiry.
                 if let Some(agent_id) = self.unique(
-                    Some(item),
-                    &at,
+                    &Field::item(item, &at),
                     R::AuthorizedReaderId,
                     &mut ids,
                     id_rule,
@@ -950,34 +888,34 @@ impl Checker {
                 }
                 continue;
             }
-            if !matches!(item, Json::Object(_)) {
+            // A grant object; anything else is neither.
+            let Some([agent_id, scopes, expires_at, granted_at]) =
+                item.as_object().and_then(|_| {
+                    self.fields(
+                        item,
+                        &at,
+                        R::AuthorizedReaderId,
+                        ["agent_id", "scopes", "expires_at", "granted_at"],
+                    )
+                })
+            else {
                 self.push(
                     R::AuthorizedReaderId,
                     &at,
                     format!("{id_rule}, or a grant object, not {}", item.type_name()),
                 );
                 continue;
-            }
-            self.object(item, &at, R::AuthorizedReaderId, FIELDS);
+            };
             let agent_id = self.unique(
-                item.get("agent_id"),
-                &path::key(&at, "agent_id"),
+                &agent_id,
                 R::AuthorizedReaderId,
                 &mut ids,
                 &format!("required, {id_rule}"),
                 |s| is_lower_hex(s, 64),
             );
-            let scopes = self.scopes(item.get("scopes"), &path::key(&at, "scopes"));
-            let expires_at = self.timestamp(
-                item.get("expires_at"),
-                &path::key(&at, "expires_at"),
-                R::AuthorizedReaderExpiry,
-            );
-            let granted_at = self.timestamp(
-                item.get("granted_at"),
-                &path::key(&at, "granted_at"),
-                R::AuthorizedReaderExpiry,
-            );
+            let scopes = self.scopes(&scopes);
+            let expires_at = self.timestamp(&expires_at, R::AuthorizedReaderExpiry);
+            let granted_at = self.timestamp(&granted_at, R::AuthorizedReaderExpiry);
             if let (Some(agent_id), Some(scopes), Some(expires_at), Some(granted_at)) =
                 (agent_id, scopes, expires_at, granted_at)
             {
@@ -993,14 +931,14 @@ impl Checker {
     }
 
     /// A grant's `scopes`: 1 to 4 distinct scope names.
-    fn scopes(&mut self, value: Option<&Json>, at: &str) -> Option<ReadScopes> {
+    fn scopes(&mut self, field: &Field<'_>) -> Option<ReadScopes> {
         let rule = format!(
             "required, 1 to {} distinct scopes of {}",
             ReadScope::ALL.len(),
             names(&ReadScope::ALL, ReadScope::as_str)
         );
-        let Some(items) = value.and_then(Json::as_array) else {
-            self.push(R::AuthorizedReaderScope, at, rule);
+        let Some(items) = field.value.and_then(Json::as_array) else {
+            self.push(R::AuthorizedReaderScope, &field.at, rule);
             return None;
         };
         // Every item a scope name, none repeated (so at most four), at least one.
@@ -1013,49 +951,40 @@ impl Checker {
             }
         }
         if !ok {
-            self.push(R::AuthorizedReaderScope, at, rule);
+            self.push(R::AuthorizedReaderScope, &field.at, rule);
             return None;
         }
         Some(scopes)
     }
 
-    fn watch(&mut self, value: &Json) -> Option<Watch> {
-        const AT: &str = "$.watch";
-        self.object(value, AT, R::Watch, &["tags", "sources", "stacks"])?;
+    fn watch(&mut self, value: &Json, at: &str) -> Option<Watch> {
+        let [tags, sources, stacks] =
+            self.fields(value, at, R::Watch, ["tags", "sources", "stacks"])?;
         let before = self.out.len();
-        let tags = value.get("tags").map(|v| {
-            self.string_list(
-                v,
-                "$.watch.tags",
-                R::WatchTags,
-                WATCH_TAGS_MAX,
-                &format!("a tag of 1 to {WATCH_TAG_LEN_MAX} characters"),
-                |s| (1..=WATCH_TAG_LEN_MAX).contains(&chars(s)),
-            )
-        });
-        let sources = value.get("sources").map(|v| {
-            self.string_list(
-                v,
-                "$.watch.sources",
-                R::WatchSources,
-                WATCH_SOURCES_MAX,
-                &format!(
-                    "a source id of {} to {} characters of [a-z0-9_-]",
-                    WATCH_SOURCE_LEN.0, WATCH_SOURCE_LEN.1
-                ),
-                |s| is_slug(s) && (WATCH_SOURCE_LEN.0..=WATCH_SOURCE_LEN.1).contains(&s.len()),
-            )
-        });
-        let stacks = value.get("stacks").map(|v| {
-            self.string_list(
-                v,
-                "$.watch.stacks",
-                R::WatchStacks,
-                WATCH_STACKS_MAX,
-                &format!("a name of 1 to {WATCH_STACK_LEN_MAX} characters"),
-                |s| (1..=WATCH_STACK_LEN_MAX).contains(&chars(s)),
-            )
-        });
+        let tags = self.optional_list(
+            &tags,
+            R::WatchTags,
+            WATCH_TAGS_MAX,
+            &format!("a tag of 1 to {WATCH_TAG_LEN_MAX} characters"),
+            |s| (1..=WATCH_TAG_LEN_MAX).contains(&chars(s)),
+        );
+        let sources = self.optional_list(
+            &sources,
+            R::WatchSources,
+            WATCH_SOURCES_MAX,
+            &format!(
+                "a source id of {} to {} characters of [a-z0-9_-]",
+                WATCH_SOURCE_LEN.0, WATCH_SOURCE_LEN.1
+            ),
+            |s| is_slug(s) && (WATCH_SOURCE_LEN.0..=WATCH_SOURCE_LEN.1).contains(&s.len()),
+        );
+        let stacks = self.optional_list(
+            &stacks,
+            R::WatchStacks,
+            WATCH_STACKS_MAX,
+            &format!("a name of 1 to {WATCH_STACK_LEN_MAX} characters"),
+            |s| (1..=WATCH_STACK_LEN_MAX).contains(&chars(s)),
+        );
         (self.out.len() == before).then(|| Watch {
             tags: tags.flatten(),
             sources: sources.flatten(),

@@ -391,12 +391,26 @@ struct ReserveAnswer {
     reset_at_ms: Option<u64>,
 }
 
+/// A quota object's answer to a slot request (a new agent, a quote).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Taken.
+    Granted,
+    /// The address has none left until this time (Unix ms).
+    FullUntil(u64),
+}
+
+impl From<ReserveAnswer> for Slot {
+    fn from(a: ReserveAnswer) -> Slot {
+        a.reset_at_ms.map_or(Slot::Granted, Slot::FullUntil)
+    }
+}
+
 impl Reserve {
     /// Agent-object side: asks the quota object of `ip_bucket`.
-    /// `Ok(Err(reset_at_ms))`: the address is out of slots until then.
-    pub async fn send(&self, env: &Env, ip_bucket: &str) -> worker::Result<Result<(), u64>> {
+    pub async fn send(&self, env: &Env, ip_bucket: &str) -> worker::Result<Slot> {
         let a: ReserveAnswer = ask(env, IP_QUOTA_DO_BINDING, ip_bucket, RESERVE_URL, self).await?;
-        Ok(a.reset_at_ms.map_or(Ok(()), Err))
+        Ok(a.into())
     }
 
     /// Quota-object side: reads a request; `None` for anything else.
@@ -405,9 +419,12 @@ impl Reserve {
     }
 
     /// Quota-object side: the answer (also of a quote slot).
-    pub fn answer(result: Result<(), u64>) -> worker::Result<Response> {
+    pub fn answer(slot: Slot) -> worker::Result<Response> {
         answer(&ReserveAnswer {
-            reset_at_ms: result.err(),
+            reset_at_ms: match slot {
+                Slot::Granted => None,
+                Slot::FullUntil(t) => Some(t),
+            },
         })
     }
 }
@@ -490,11 +507,10 @@ impl IpCall {
 
 impl QuoteSlot {
     /// Worker side: takes a quote slot of `ip_bucket`.
-    /// `Ok(Err(reset_at_ms))`: none left until then.
-    pub async fn send(&self, env: &Env, ip_bucket: &str) -> worker::Result<Result<(), u64>> {
+    pub async fn send(&self, env: &Env, ip_bucket: &str) -> worker::Result<Slot> {
         let a: ReserveAnswer =
             ask(env, IP_QUOTA_DO_BINDING, ip_bucket, QUOTE_SLOT_URL, self).await?;
-        Ok(a.reset_at_ms.map_or(Ok(()), Err))
+        Ok(a.into())
     }
 }
 

@@ -1,14 +1,14 @@
 //! Every response the Worker sends is built here: JSON with the fixed header
-//! set (content type, CORS, caching), error bodies, CORS preflight, 405, 503,
-//! write rejections, and [`CachedRead`], the one type that answers ETag / 304
+//! set (content type, CORS, caching), error bodies (which `failure` picks
+//! for each failure), CORS preflight, 405, 503, write rejections, and
+//! [`CachedRead`], the one type that answers ETag / 304
 //! / HEAD for every read. Statuses for error codes always come from
 //! `ReasonCode::http_status`, never from literals here; whether a request is
 //! fresh is decided by `core::conditional`.
 
 use crate::core::conditional::{etag_header, Answer};
 pub use crate::core::conditional::{NO_STORE, PRIVATE_NO_STORE, READ_CACHE_CONTROL};
-use crate::core::reason::ReasonCode;
-use crate::core::upgrade::Refusal;
+use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::urls::Method;
 use crate::core::write::Rejection;
 use crate::worker::request::Incoming;
@@ -85,7 +85,7 @@ struct ErrorBody<'a> {
 }
 
 /// `{"error": code}` with the code's own status.
-pub fn error(code: ReasonCode, audience: Audience, detail: Option<&str>) -> Response {
+fn error(code: ReasonCode, audience: Audience, detail: Option<&str>) -> Response {
     error_body(code, audience, detail, None, None)
 }
 
@@ -134,29 +134,21 @@ pub fn rejection(rej: &Rejection) -> worker::Result<Response> {
     Ok(resp)
 }
 
-/// A refused quote or claim: `{"error": code, "detail", "retry_after_sec"?}`
-/// with the code's status and `Retry-After` when a wait was computed.
-pub fn upgrade_refusal(r: &Refusal) -> worker::Result<Response> {
+/// A refusal (`core::reason::Refusal`): `{"error": code, "detail"?,
+/// "retry_after_sec"?}` with the code's status, and `Retry-After` when a
+/// wait was computed. Answered only through `failure::Failure::response`.
+pub fn refusal(r: &Refusal, audience: Audience) -> Response {
     let resp = error_body(
         r.code,
-        Audience::Read,
-        Some(&r.detail),
+        audience,
+        r.detail.as_deref(),
         r.retry_after_sec,
         None,
     );
     if let Some(secs) = r.retry_after_sec {
         set(resp.headers(), "Retry-After", &secs.to_string());
     }
-    Ok(resp)
-}
-
-/// 503 `upgrades_not_configured`: this deployment takes no payments.
-pub fn upgrades_not_configured() -> Response {
-    error(
-        ReasonCode::UpgradesNotConfigured,
-        Audience::Read,
-        Some("this deployment takes no payments; the free tier works as always"),
-    )
+    resp
 }
 
 /// 405 with the `Allow` header listing what the resource supports.

@@ -2,16 +2,17 @@
 //! Durable Object storage. Every protocol decision lives in `crate::core`.
 //!
 //! The modules form a tree (checked by `tests/worker_tree.rs`):
-//! `routes -> handlers -> {http, kv, do_wire} -> core`, and the Durable
-//! Objects on `{do_wire, storage, http}`; the leaves (config, clock, body,
+//! `routes -> handlers -> {failure -> http, kv, do_wire} -> core`, and the
+//! Durable Objects on `{do_wire, storage, failure, http}`; the leaves (config, clock, body,
 //! lock, log, request) use nothing above them.
 //!
 //! | concern                                         | module        |
 //! |-------------------------------------------------|---------------|
-//! | entry point, 503 safety net                     | this file     |
+//! | entry point: every failure answered             | this file     |
 //! | route a request to its handler                  | [`routes`]    |
 //! | one function per public operation               | [`handlers`]  |
 //! | every response: headers, CORS, errors, 304/HEAD | [`http`]      |
+//! | why a request fails, and its one answer         | [`failure`]   |
 //! | the KV namespace                                | [`kv`]        |
 //! | the Worker <-> Durable Object calls, both halves| [`do_wire`]   |
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
@@ -25,6 +26,7 @@ mod body;
 mod clock;
 mod config;
 mod do_wire;
+mod failure;
 mod handlers;
 mod http;
 mod kv;
@@ -49,8 +51,9 @@ fn start() {
     console_error_panic_hook::set_once();
 }
 
-/// Every request ends here with a JSON answer: any error below becomes a 503
-/// with `retry_after_sec`, never a 500 or a stack trace.
+/// Every request ends here with a JSON answer: a failure below is answered
+/// by `failure::Failure::response` (a runtime error as a 503 with
+/// `retry_after_sec`, never a 500 or a stack trace).
 #[event(fetch)]
 async fn fetch(
     req: web_sys::Request,
@@ -63,13 +66,7 @@ async fn fetch(
     let body = req.inner().body();
     let answer = match routes::route(&req, &env, &cfg).await {
         Ok(resp) => resp,
-        Err(e) => {
-            log::event(
-                "internal_error",
-                &[("path", req.path()), ("error", &e.to_string())],
-            );
-            http::unavailable(audience).into()
-        }
+        Err(failure) => failure.response(audience, req.path()).into(),
     };
     body::discard_unread(body).await;
     Ok(answer.into_raw())

@@ -3,6 +3,7 @@
 
 use super::clock;
 use super::config::Config;
+use super::failure::Failure;
 use super::handlers::reads::ReadAs;
 use super::handlers::{bootstrap, history, keys, mcp, reads, signer, upgrade, watch, write};
 use super::http::{self, Audience, CachedRead, Reply};
@@ -36,31 +37,28 @@ fn watch_method(req: &Incoming, reported: Method) -> worker::Result<Method> {
     ))
 }
 
-/// Dispatches one public request. Errors bubble up to the caller, which turns
-/// them into a 503.
-pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Reply> {
+/// Dispatches one public request. Whatever fails goes back to the caller
+/// as a [`Failure`], which answers it.
+pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Failure> {
     let route = Route::parse(req.path());
     let method = match route {
         Route::Watch { .. } => watch_method(req, method_of(req))?,
         _ => method_of(req),
     };
-    let audience = Audience::of(method);
     Ok(match route.dispatch(method) {
-        Action::NotFound => Reply::from(http::error(ReasonCode::NotFound, audience, None)),
-        Action::BadAgentId => Reply::from(http::error(ReasonCode::BadAgentId, audience, None)),
-        Action::Preflight { allow, headers } => Reply::from(http::preflight(allow, headers)),
+        Action::NotFound => return Err(Failure::code(ReasonCode::NotFound)),
+        Action::BadAgentId => return Err(Failure::code(ReasonCode::BadAgentId)),
+        Action::Preflight { allow, headers } => http::preflight(allow, headers).into(),
         Action::MethodNotAllowed { allow } => {
-            Reply::from(http::method_not_allowed(allow, audience))
+            http::method_not_allowed(allow, Audience::of(method)).into()
         }
-        Action::Bootstrap => Reply::from(bootstrap::handle(req, &req.url()?, cfg).await?),
-        Action::Quote => Reply::from(upgrade::quote(req, &req.url()?, env, cfg).await?),
-        Action::Claim => Reply::from(upgrade::claim(req, env, cfg).await?),
-        Action::Mcp => Reply::from(mcp::handle(req, env, cfg).await?),
-        Action::Keys { head_only } => {
-            Reply::from(keys::handle(env, CachedRead::of(req, head_only))?)
-        }
-        Action::Write { agent } => Reply::from(write::handle(req, env, cfg, &agent).await?),
-        Action::Watch { agent } => Reply::from(watch::handle(req, env, cfg, &agent).await?),
+        Action::Bootstrap => bootstrap::handle(req, &req.url()?, cfg).await?.into(),
+        Action::Quote => upgrade::quote(req, &req.url()?, env, cfg).await?.into(),
+        Action::Claim => upgrade::claim(req, env, cfg).await?.into(),
+        Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
+        Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
+        Action::Write { agent } => write::handle(req, env, cfg, &agent).await?.into(),
+        Action::Watch { agent } => watch::handle(req, env, cfg, &agent).await?.into(),
         Action::Read {
             doc,
             agent,
@@ -68,12 +66,7 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Re
         } => {
             let now_ms = clock::request_now_ms(req, cfg.test_clock);
             // A signature is checked before anything about the capsule is read.
-            let reader = match signer::of(req, env, now_ms).await? {
-                Ok(r) => r,
-                Err(refused) => {
-                    return Ok(http::error(refused.code, audience, Some(&refused.detail)).into())
-                }
-            };
+            let reader = signer::of(req, env, now_ms).await?;
             let mut read = CachedRead::of(req, head_only);
             if reader.is_some() {
                 // Whatever a signed read gets is for that reader alone.

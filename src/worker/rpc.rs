@@ -1,6 +1,6 @@
 //! JSON-RPC over `fetch`, for verifying payments on the configured chain.
 //! The endpoint is a provider like any other: its transport failures and
-//! error objects become [`RpcError`] (the claim answers 503 and credits
+//! error objects become [`ProviderError`] (the claim answers 503 and credits
 //! nothing); what its results mean is decided in `core::upgrade::receipt`.
 
 use super::body;
@@ -9,19 +9,24 @@ use crate::core::upgrade::receipt::{check_payment, Expected, Observed, Verdict};
 use serde_json::json;
 use worker::{Fetch, Headers, Method, Request, RequestInit};
 
-/// Why a call produced no result.
+/// Why a call to the chain provider produced no result (transport, HTTP
+/// status, or its JSON-RPC error object): a `Verdict::ProviderFault`.
 #[derive(Debug)]
-pub struct RpcError(pub String);
+pub struct ProviderError(pub String);
 
-impl std::fmt::Display for RpcError {
+impl std::fmt::Display for ProviderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
 /// Calls `method` with `params` at `url`; the `result` member of the answer.
-pub async fn call(url: &str, method: &str, params: serde_json::Value) -> Result<Json, RpcError> {
-    let fail = |what: String| RpcError(format!("{method}: {what}"));
+pub async fn call(
+    url: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> Result<Json, ProviderError> {
+    let fail = |what: String| ProviderError(format!("{method}: {what}"));
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let headers = Headers::new();
     headers
@@ -74,7 +79,7 @@ pub async fn verify_payment(url: &str, want: &Expected, tx_hash: &str) -> Verdic
 
 type Answers = (Json, Json, Json, Option<Json>);
 
-async fn observe(url: &str, tx_hash: &str) -> Result<Answers, RpcError> {
+async fn observe(url: &str, tx_hash: &str) -> Result<Answers, ProviderError> {
     let chain_id = call(url, "eth_chainId", json!([])).await?;
     let receipt = call(url, "eth_getTransactionReceipt", json!([tx_hash])).await?;
     let head = call(url, "eth_blockNumber", json!([])).await?;

@@ -86,24 +86,25 @@ pub enum Outcome {
     },
 }
 
-/// A JSON-RPC error, before it is wrapped with an id.
+/// A JSON-RPC error object (JSON-RPC 2.0 §5.1), before it is wrapped with
+/// the request id.
 #[derive(Debug, Clone, PartialEq)]
-struct RpcError {
+struct ErrorObject {
     code: i64,
     message: String,
     data: Option<Value>,
 }
 
-impl RpcError {
-    fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError {
+impl ErrorObject {
+    fn new(code: i64, message: impl Into<String>) -> ErrorObject {
+        ErrorObject {
             code,
             message: message.into(),
             data: None,
         }
     }
 
-    fn with(mut self, data: Value) -> RpcError {
+    fn with(mut self, data: Value) -> ErrorObject {
         self.data = Some(data);
         self
     }
@@ -219,7 +220,7 @@ pub fn envelope_text(body: &[u8]) -> Option<&str> {
 /// The 413 for a body over [`MAX_MESSAGE_BYTES`] (`observed`: its declared
 /// length, or how far it was read).
 pub fn too_large(observed: u64) -> Outcome {
-    RpcError::new(
+    ErrorObject::new(
         code::INVALID_REQUEST,
         format!("message is {observed} bytes or more; the cap is {MAX_MESSAGE_BYTES}"),
     )
@@ -270,8 +271,8 @@ pub fn submit_target(envelope: &Json) -> Result<AgentId, Answer> {
 
 /// The unsupported-version refusal: HTTP 400 with the versions we speak
 /// (the `data` shape the 2026-07-28 revision gives this error).
-fn unsupported_version(requested: &str) -> RpcError {
-    RpcError::new(
+fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(
         code::INVALID_REQUEST,
         format!("Unsupported protocol version {requested:?}"),
     )
@@ -279,7 +280,7 @@ fn unsupported_version(requested: &str) -> RpcError {
 }
 
 fn parse_error(why: impl Into<String>) -> Outcome {
-    RpcError::new(code::PARSE_ERROR, why.into())
+    ErrorObject::new(code::PARSE_ERROR, why.into())
         .with(json!({ "reason_code": "invalid_json" }))
         .reply(Value::Null)
 }
@@ -288,17 +289,18 @@ fn parse_error(why: impl Into<String>) -> Outcome {
 /// duplicate keys, bounded depth, so a `self_submit` envelope is read
 /// exactly as a PUT body would be), then the JSON-RPC shape. The id is
 /// returned as soon as it is known, so errors can echo it.
-fn read(body: &[u8]) -> Result<Read, (Value, RpcError)> {
+fn read(body: &[u8]) -> Result<Read, (Value, ErrorObject)> {
     let parse_err = |why: String| {
         (
             Value::Null,
-            RpcError::new(code::PARSE_ERROR, why).with(json!({ "reason_code": "invalid_json" })),
+            ErrorObject::new(code::PARSE_ERROR, why).with(json!({ "reason_code": "invalid_json" })),
         )
     };
     json::parse(body).map_err(|e| parse_err(format!("body is not acceptable JSON: {e}")))?;
     let value: Value =
         serde_json::from_slice(body).map_err(|e| parse_err(format!("body is not JSON: {e}")))?;
-    let invalid = |id: &Value, why: &str| (id.clone(), RpcError::new(code::INVALID_REQUEST, why));
+    let invalid =
+        |id: &Value, why: &str| (id.clone(), ErrorObject::new(code::INVALID_REQUEST, why));
     let obj = match value {
         Value::Object(o) => o,
         Value::Array(_) => {
@@ -368,8 +370,8 @@ enum Step {
     Tool(Result<Call, Answer>),
 }
 
-fn request(method: &str, params: &Map<String, Value>) -> Result<Step, RpcError> {
-    let invalid = |why: String| RpcError::new(code::INVALID_PARAMS, why);
+fn request(method: &str, params: &Map<String, Value>) -> Result<Step, ErrorObject> {
+    let invalid = |why: String| ErrorObject::new(code::INVALID_PARAMS, why);
     match method {
         "initialize" => {
             let requested = params
@@ -406,7 +408,7 @@ fn request(method: &str, params: &Map<String, Value>) -> Result<Step, RpcError> 
                 Call::parse(tool, Door::Remote, args).map_err(|e| results::bad_arguments(&e)),
             ))
         }
-        _ => Err(RpcError::new(
+        _ => Err(ErrorObject::new(
             code::METHOD_NOT_FOUND,
             format!("Method not found: {method}"),
         )),

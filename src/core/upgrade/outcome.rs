@@ -10,10 +10,10 @@ use super::config::UpgradeConfig;
 use super::evm::Address;
 use super::invoice::{payment_key, Entitlement, Invoice, PaidWith};
 use super::quote::issued_to;
-use super::receipt::{Expected, Refusal as Chain, Verdict};
-use super::Refusal;
+use super::receipt::{Expected, Unpaid, Verdict};
 use crate::core::limits::Tier;
 use crate::core::reason::ReasonCode as R;
+use crate::core::reason::Refusal;
 use crate::core::time::rfc3339;
 use serde::Serialize;
 
@@ -155,32 +155,32 @@ pub fn after_chain(claim: &Claim, chain_id: u64, verdict: Verdict) -> Result<Con
         .retry_after(30)
         .logged(why)),
         Verdict::Refused(r) => match r {
-            Chain::Reverted => refuse(R::PaymentReverted, "the transaction reverted".into()),
-            Chain::NoTransfer => refuse(
+            Unpaid::Reverted => refuse(R::PaymentReverted, "the transaction reverted".into()),
+            Unpaid::NoTransfer => refuse(
                 R::PaymentNoTransfer,
                 "the transaction holds no token transfer".into(),
             ),
-            Chain::WrongToken => refuse(
+            Unpaid::WrongToken => refuse(
                 R::PaymentWrongToken,
                 "the transfer is of another token than the invoice's USDC".into(),
             ),
-            Chain::WrongRecipient => refuse(
+            Unpaid::WrongRecipient => refuse(
                 R::PaymentWrongRecipient,
                 "the USDC transfer went to another address than the invoice's".into(),
             ),
-            Chain::Underpaid { paid } => refuse(
+            Unpaid::Underpaid { paid } => refuse(
                 R::PaymentUnderpaid,
                 format!("{paid} atomic units sent, less than the invoice's amount_atomic"),
             ),
-            Chain::Overpaid { paid } => refuse(
+            Unpaid::Overpaid { paid } => refuse(
                 R::PaymentOverpaid,
                 format!("{paid} atomic units sent, more than the invoice's amount_atomic"),
             ),
-            Chain::BeforeQuote => refuse(
+            Unpaid::BeforeQuote => refuse(
                 R::PaymentBeforeInvoice,
                 "the payment was mined before this invoice was quoted".into(),
             ),
-            Chain::AfterExpiry => refuse(
+            Unpaid::AfterExpiry => refuse(
                 R::InvoiceExpired,
                 "the payment was mined after the invoice expired".into(),
             ),
@@ -338,18 +338,18 @@ mod tests {
         assert_eq!(fault.code, R::PaymentProviderUnavailable);
         assert_eq!(fault.log.as_deref(), Some("rpc down"));
         assert!(
-            !fault.detail.contains("rpc down"),
+            !fault.detail_or_code().contains("rpc down"),
             "provider details stay in the log"
         );
         for (r, want) in [
-            (Chain::Reverted, R::PaymentReverted),
-            (Chain::NoTransfer, R::PaymentNoTransfer),
-            (Chain::WrongToken, R::PaymentWrongToken),
-            (Chain::WrongRecipient, R::PaymentWrongRecipient),
-            (Chain::Underpaid { paid: 1 }, R::PaymentUnderpaid),
-            (Chain::Overpaid { paid: 1 }, R::PaymentOverpaid),
-            (Chain::BeforeQuote, R::PaymentBeforeInvoice),
-            (Chain::AfterExpiry, R::InvoiceExpired),
+            (Unpaid::Reverted, R::PaymentReverted),
+            (Unpaid::NoTransfer, R::PaymentNoTransfer),
+            (Unpaid::WrongToken, R::PaymentWrongToken),
+            (Unpaid::WrongRecipient, R::PaymentWrongRecipient),
+            (Unpaid::Underpaid { paid: 1 }, R::PaymentUnderpaid),
+            (Unpaid::Overpaid { paid: 1 }, R::PaymentOverpaid),
+            (Unpaid::BeforeQuote, R::PaymentBeforeInvoice),
+            (Unpaid::AfterExpiry, R::InvoiceExpired),
         ] {
             assert_eq!(code(Verdict::Refused(r)).code, want);
         }

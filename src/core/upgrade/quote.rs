@@ -3,11 +3,11 @@
 use super::amount::Usdc;
 use super::config::{chain_name, UpgradeConfig};
 use super::invoice::{Invoice, INVOICE_TTL_MS};
-use super::Refusal;
 use crate::core::crypto::AgentId;
 use crate::core::json::{self, Json};
 use crate::core::limits::Tier;
 use crate::core::reason::ReasonCode as R;
+use crate::core::reason::Refusal;
 use crate::core::time::rfc3339;
 use serde::Serialize;
 

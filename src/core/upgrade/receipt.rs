@@ -48,7 +48,7 @@ pub struct Observed<'a> {
 
 /// Why a mined transaction does not pay the invoice.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub enum Unpaid {
     /// `status` 0x0: the transfer reverted.
     Reverted,
     /// No ERC-20 `Transfer` log at all.
@@ -95,7 +95,7 @@ pub enum Verdict {
     /// The node knows no mined transaction with this hash (yet).
     NotFound,
     /// Mined, but it does not pay this invoice.
-    Refused(Refusal),
+    Refused(Unpaid),
     /// The endpoint's answers are malformed, inconsistent or for another
     /// chain: decide nothing.
     ProviderFault(String),
@@ -134,7 +134,7 @@ pub fn check_payment(want: &Expected, seen: &Observed<'_>) -> Verdict {
     };
     match text(r, "status") {
         Some("0x1") => {}
-        Some("0x0") => return Verdict::Refused(Refusal::Reverted),
+        Some("0x0") => return Verdict::Refused(Unpaid::Reverted),
         _ => return fault("receipt.status is neither 0x1 nor 0x0".into()),
     }
     let Some(logs) = r.get("logs").and_then(Json::as_array) else {
@@ -163,10 +163,10 @@ pub fn check_payment(want: &Expected, seen: &Observed<'_>) -> Verdict {
         return fault("block.timestamp is not a quantity".into());
     };
     if mined_sec < want.not_before_sec {
-        return Verdict::Refused(Refusal::BeforeQuote);
+        return Verdict::Refused(Unpaid::BeforeQuote);
     }
     if mined_sec > want.not_after_sec {
-        return Verdict::Refused(Refusal::AfterExpiry);
+        return Verdict::Refused(Unpaid::AfterExpiry);
     }
     let confirmations = head - block_number + 1;
     if confirmations < want.min_confirmations {
@@ -232,16 +232,16 @@ fn match_transfer(want: &Expected, logs: &[Json]) -> Result<u64, Verdict> {
     }
     let refusal = if let Some(t) = transfers.iter().find(|t| usdc(t) && to_treasury(t)) {
         if t.value < u128::from(want.amount.0) {
-            Refusal::Underpaid { paid: t.value }
+            Unpaid::Underpaid { paid: t.value }
         } else {
-            Refusal::Overpaid { paid: t.value }
+            Unpaid::Overpaid { paid: t.value }
         }
     } else if transfers.iter().any(|t| usdc(&t)) {
-        Refusal::WrongRecipient
+        Unpaid::WrongRecipient
     } else if !transfers.is_empty() {
-        Refusal::WrongToken
+        Unpaid::WrongToken
     } else {
-        Refusal::NoTransfer
+        Unpaid::NoTransfer
     };
     Err(Verdict::Refused(refusal))
 }

@@ -5,37 +5,24 @@ use crate::core::bootstrap::{self, MAX_BOOTSTRAP_BODY};
 use crate::core::reason::ReasonCode;
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
-use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::failure::Failure;
+use crate::worker::http::{self, NO_STORE};
 use crate::worker::request::Incoming;
 use worker::{Response, Url};
 
 /// The answer for one public key. URLs are built on the configured public
 /// origin when there is one, else on the request URL's origin (on
 /// Cloudflare that is a hostname routed to this Worker).
-pub async fn handle(req: &Incoming, url: &Url, cfg: &Config) -> worker::Result<Response> {
-    let bytes = match body::read_capped(req, MAX_BOOTSTRAP_BODY).await {
-        Ok(b) => b,
-        Err(BodyError::TooLarge { .. }) => {
-            return Ok(http::error(
-                ReasonCode::PayloadTooLarge,
-                Audience::Read,
-                None,
-            ))
-        }
-        Err(BodyError::Read) => {
-            return Ok(http::error(
+pub async fn handle(req: &Incoming, url: &Url, cfg: &Config) -> Result<Response, Failure> {
+    let bytes = body::read_capped(req, MAX_BOOTSTRAP_BODY)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge { .. } => Failure::code(ReasonCode::PayloadTooLarge),
+            BodyError::Read => Failure::refused(
                 ReasonCode::InvalidJson,
-                Audience::Read,
-                Some("the request body could not be read to its end"),
-            ))
-        }
-    };
-    match bootstrap::answer(&bytes, &cfg.origin(url), &cfg.tiers.free) {
-        Ok(answer) => http::json(200, &answer, NO_STORE),
-        Err(refusal) => Ok(http::error(
-            refusal.code,
-            Audience::Read,
-            Some(&refusal.detail),
-        )),
-    }
+                "the request body could not be read to its end",
+            ),
+        })?;
+    let answer = bootstrap::answer(&bytes, &cfg.origin(url), &cfg.tiers.free)?;
+    Ok(http::json(200, &answer, NO_STORE)?)
 }

@@ -2,13 +2,14 @@
 
 use crate::core::history::KeysDoc;
 use crate::worker::config::{self, SERVICE_KEY_SECRET};
-use crate::worker::http::{self, Audience, CachedRead};
+use crate::worker::failure::Failure;
+use crate::worker::http::CachedRead;
 use crate::worker::log;
 use sha2::{Digest, Sha256};
 use worker::{Env, Response};
 
 /// The keyring, tagged by a hash of its bytes (it changes only on rotation).
-pub fn handle(env: &Env, read: CachedRead) -> worker::Result<Response> {
+pub fn handle(env: &Env, read: CachedRead) -> Result<Response, Failure> {
     let keys = config::service_keys(env);
     let Some(doc) = KeysDoc::new(&keys.keyring) else {
         log::event(
@@ -18,10 +19,9 @@ pub fn handle(env: &Env, read: CachedRead) -> worker::Result<Response> {
                 ("effect", "keys unavailable"),
             ],
         );
-        return Ok(http::unavailable_because(
-            Audience::Read,
-            Some("the service signing key is not configured"),
-        ));
+        return Err(Failure::Unavailable(Some(
+            "the service signing key is not configured",
+        )));
     };
     let body = serde_json::to_vec(&doc)?;
     let etag = hex::encode(&Sha256::digest(&body)[..16]);

@@ -12,11 +12,11 @@
 use super::history;
 use super::reads::{self, ReadAs, Stored};
 use super::signer;
-use super::write::{self, Written};
-use super::Miss;
+use super::write;
 use crate::core::conditional;
 use crate::core::crypto::AgentId;
 use crate::core::history::Query;
+use crate::core::json::Json;
 use crate::core::limits::MAX_BODY_BYTES;
 use crate::core::mcp::results::{self, Answer};
 use crate::core::mcp::rpc::{self, Outcome, MAX_MESSAGE_BYTES, VERSION_HEADER};
@@ -25,6 +25,7 @@ use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
+use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
 use crate::worker::request::Incoming;
@@ -33,7 +34,7 @@ use serde_json::Value;
 use worker::{Env, Response};
 
 /// One message.
-pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Response> {
+pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, Failure> {
     let message = body::read_capped(req, MAX_MESSAGE_BYTES).await;
     let outcome = match &message {
         Ok(bytes) => rpc::handle(bytes, req.headers().get(VERSION_HEADER)?.as_deref()),
@@ -43,33 +44,30 @@ pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<R
     let message = message.unwrap_or_default();
     match outcome {
         Outcome::Accepted => Ok(http::respond(202, None, NO_STORE)),
-        Outcome::Reply { status, body } => http::json(status, &body, NO_STORE),
+        Outcome::Reply { status, body } => Ok(http::json(status, &body, NO_STORE)?),
         Outcome::Run { id, call } => {
             let now_ms = clock::request_now_ms(req, cfg.test_clock);
             // A signed POST names its reader (§12); a bad signature is a tool
             // error, not an HTTP 401, which MCP clients take for "log in".
-            let answer = match signer::of(req, env, now_ms).await? {
-                Err(refused) => results::error(
-                    refused.code.as_str(),
-                    refused.detail,
-                    refused.code.bot_action(),
-                ),
-                Ok(reader) => {
-                    match run(req, env, cfg, call, &message, reader.as_ref(), now_ms).await {
-                        Ok(a) => a,
-                        // Storage or the agent's object failed: the model gets the
-                        // 503's code and when to retry, not a transport error.
-                        Err(e) => {
-                            log::event("mcp_tool_failed", &[("error", &e.to_string())]);
-                            unavailable()
-                        }
-                    }
-                }
+            // The nonce book failing is the request's 503, as on every door.
+            let answer = match signer::of(req, env, now_ms).await {
+                Err(e @ Failure::Runtime(_)) => return Err(e),
+                Err(refused) => tool_error(refused, None),
+                Ok(reader) => run(req, env, cfg, call, &message, reader.as_ref(), now_ms)
+                    .await
+                    .unwrap_or_else(|(f, agent)| tool_error(f, agent.as_ref())),
             };
-            http::json(200, &rpc::tool_response(&id, &answer), NO_STORE)
+            Ok(http::json(
+                200,
+                &rpc::tool_response(&id, &answer),
+                NO_STORE,
+            )?)
         }
     }
 }
+
+/// A tool's failure, and the agent it was about (for its message).
+type ToolFailure = (Failure, Option<AgentId>);
 
 /// Runs one typed call. The remote door's arguments always name the agent
 /// (`Call::parse` requires it there), and offers none of the keyed tools.
@@ -82,20 +80,28 @@ async fn run(
     message: &[u8],
     reader: Option<&AgentId>,
     now_ms: u64,
-) -> worker::Result<Answer> {
+) -> Result<Answer, ToolFailure> {
     let read_as = |scope| ReadAs {
         reader,
         scope,
         now_ms,
     };
+    let about = |agent: &AgentId| {
+        let agent = agent.clone();
+        move |f: Failure| (f, Some(agent))
+    };
     match call {
-        Call::Read { agent: Some(agent) } => read(env, &agent, &read_as(ReadScope::Capsule)).await,
+        Call::Read { agent: Some(agent) } => read(env, &agent, &read_as(ReadScope::Capsule))
+            .await
+            .map_err(about(&agent)),
         Call::Subscribe {
             agent: Some(agent),
             etag,
         } => {
             let r = read_as(ReadScope::Head);
-            subscribe(req, env, cfg, &agent, etag.as_deref(), &r).await
+            subscribe(req, env, cfg, &agent, etag.as_deref(), &r)
+                .await
+                .map_err(about(&agent))
         }
         Call::History {
             agent: Some(agent),
@@ -110,40 +116,33 @@ async fn run(
             if let Some(l) = limit {
                 query.limit = l as usize;
             }
-            history(env, &agent, query, &read_as(ReadScope::History)).await
+            history(env, &agent, query, &read_as(ReadScope::History))
+                .await
+                .map_err(about(&agent))
         }
-        Call::Verify { agent: Some(agent) } => {
-            verify(env, &agent, &read_as(ReadScope::Verify)).await
-        }
+        Call::Verify { agent: Some(agent) } => verify(env, &agent, &read_as(ReadScope::Verify))
+            .await
+            .map_err(about(&agent)),
         Call::Submit { envelope } => {
             let agent = match rpc::submit_target(&envelope) {
                 Ok(a) => a,
                 Err(refused) => return Ok(refused),
             };
-            // The envelope's bytes as sent, so the PUT's cap means the same
-            // bytes here (a re-serialised copy would drop padding it counts).
-            let sent = match rpc::envelope_text(message) {
-                Some(text) => text.as_bytes().to_vec(),
-                None => serde_json::to_vec(&envelope)?,
-            };
-            let body = match sent.len() {
-                n if n > MAX_BODY_BYTES => Err(BodyError::TooLarge { observed: n as u64 }),
-                _ => Ok(sent),
-            };
-            submit(req, env, cfg, &agent, body).await
+            submit(req, env, cfg, &agent, &envelope, message)
+                .await
+                .map_err(about(&agent))
         }
         // Unreachable: `rpc` only hands out the remote door's tools.
-        _ => Err("mcp: a tool the remote door does not offer".into()),
+        _ => Err(("mcp: a tool the remote door does not offer".into(), None)),
     }
 }
 
 /// `self_read`: what capsule.json serves, with its cursor.
-async fn read(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Result<Answer> {
+async fn read(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> Result<Answer, Failure> {
     // Nothing is held: a read always wants the capsule.
     let record = match reads::record(env, agent, read_as, |_| None).await? {
-        Ok(Stored::Current(r)) => r,
-        Ok(Stored::Held(answer)) => return Ok(answer),
-        Err(miss) => return Ok(missed(miss, agent)),
+        Stored::Current(r) => r,
+        Stored::Held(answer) => return Ok(answer),
     };
     // capsule.json's bytes, so the capsule is exactly what the cursor hashes.
     let capsule: Value = serde_json::from_str(&record.capsule_body())?;
@@ -160,18 +159,17 @@ async fn subscribe(
     agent: &AgentId,
     etag: Option<&str>,
     read_as: &ReadAs<'_>,
-) -> worker::Result<Answer> {
+) -> Result<Answer, Failure> {
     let held = |current: &str| {
         etag.filter(|given| conditional::matches(given, current))
             .map(|_| results::unchanged(agent.as_str(), current))
     };
     Ok(match reads::record(env, agent, read_as, held).await? {
-        Ok(Stored::Held(unchanged)) => unchanged,
-        Ok(Stored::Current(r)) => {
+        Stored::Held(unchanged) => unchanged,
+        Stored::Current(r) => {
             let now_ms = clock::request_now_ms(req, cfg.test_clock);
             results::head(&r.head(now_ms, &cfg.tiers), r.etag(), None)
         }
-        Err(miss) => missed(miss, agent),
     })
 }
 
@@ -182,87 +180,86 @@ async fn history(
     agent: &AgentId,
     query: Query,
     read_as: &ReadAs<'_>,
-) -> worker::Result<Answer> {
-    if let Err(miss) = reads::readable(env, agent, read_as).await? {
-        return Ok(missed(miss, agent));
-    }
+) -> Result<Answer, Failure> {
+    reads::readable(env, agent, read_as).await?;
     let kv = Kv::of(env)?;
     let viewer = history::viewer(agent, read_as);
-    let index = match history::index_for(&kv, agent, &viewer).await? {
-        Ok(i) => i,
-        Err(miss) => return Ok(missed(miss, agent)),
-    };
-    Ok(
-        match history::page(&kv, agent, &index, Ok(query), &viewer).await? {
-            Ok(body) => results::history(&serde_json::from_str(&body)?, None),
-            Err(miss) => missed(miss, agent),
-        },
-    )
+    let index = history::index_for(&kv, agent, &viewer).await?;
+    let body = history::page(&kv, agent, &index, Ok(query), &viewer).await?;
+    Ok(results::history(&serde_json::from_str(&body)?, None))
 }
 
 /// `self_verify`: the report verify.json serves.
-async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> worker::Result<Answer> {
-    if let Err(miss) = reads::readable(env, agent, read_as).await? {
-        return Ok(missed(miss, agent));
-    }
+async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> Result<Answer, Failure> {
+    reads::readable(env, agent, read_as).await?;
     let viewer = history::viewer(agent, read_as);
-    Ok(
-        match history::index_for(&Kv::of(env)?, agent, &viewer).await? {
-            Ok(index) => results::verify(&index.report, "service"),
-            Err(miss) => missed(miss, agent),
-        },
-    )
+    let index = history::index_for(&Kv::of(env)?, agent, &viewer).await?;
+    Ok(results::verify(&index.report, "service"))
 }
 
 /// `self_submit`: the PUT's write path; its accepted body as the result,
-/// its rejection (status and body) as a tool error.
+/// its rejection (status and body) as a tool error. The envelope's bytes
+/// are taken as sent, so the PUT's cap means the same bytes here (a
+/// re-serialised copy would drop padding it counts).
 async fn submit(
     req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
-    envelope: Result<Vec<u8>, BodyError>,
-) -> worker::Result<Answer> {
-    Ok(match write::write(req, env, cfg, agent, envelope).await? {
-        Written::Refused(rej) => {
-            results::rejected(rej.status(), &serde_json::to_value(&rej)?, false)
-        }
-        Written::Decided(r) => {
-            let body: Value = serde_json::from_slice(&r.body)?;
-            if r.status == 200 {
-                Answer::ok(body)
-            } else {
-                results::rejected(r.status, &body, false)
-            }
-        }
+    envelope: &Json,
+    message: &[u8],
+) -> Result<Answer, Failure> {
+    let sent = match rpc::envelope_text(message) {
+        Some(text) => text.as_bytes().to_vec(),
+        None => serde_json::to_vec(envelope)?,
+    };
+    let body = match sent.len() {
+        n if n > MAX_BODY_BYTES => Err(BodyError::TooLarge { observed: n as u64 }),
+        _ => Ok(sent),
+    };
+    let r = write::write(req, env, cfg, agent, body).await?;
+    let body: Value = serde_json::from_slice(&r.body)?;
+    Ok(if r.status == 200 {
+        Answer::ok(body)
+    } else {
+        results::rejected(r.status, &body, false)
     })
 }
 
-/// A read that missed, as the tool error with the route's reason code.
-fn missed(miss: Miss, agent: &AgentId) -> Answer {
-    match miss {
-        Miss::Refused { code, detail, .. } => results::error(
+/// A tool that failed, as the tool error the model reads: the route's
+/// reason code, status and body for a refusal or a rejection; for our own
+/// failure (storage, the agent's object) the 503's code and when to retry,
+/// not a transport error. `agent`: whom the call was about.
+fn tool_error(failure: Failure, agent: Option<&AgentId>) -> Answer {
+    let code = failure.reason();
+    match failure {
+        Failure::Refused(r) => {
+            let detail = match (r.detail, code, agent) {
+                (Some(d), ..) => d,
+                (None, ReasonCode::CapsuleNotFound, Some(a)) => {
+                    format!("agent {} has published no capsule", a.as_str())
+                }
+                (None, ..) => code.as_str().into(),
+            };
+            results::error(code.as_str(), detail, code.bot_action())
+        }
+        Failure::Rejected(rej) => match serde_json::to_value(&rej) {
+            Ok(body) => results::rejected(rej.status(), &body, false),
+            Err(e) => tool_error(Failure::Runtime(e.into()), agent),
+        },
+        Failure::CursorNotFound { .. } => results::error(
             code.as_str(),
-            detail.unwrap_or_else(|| match code {
-                ReasonCode::CapsuleNotFound => {
-                    format!("agent {} has published no capsule", agent.as_str())
-                }
-                ReasonCode::CursorNotFound => {
-                    "since_cursor is not in the retained history (pruned or never published)".into()
-                }
-                _ => code.as_str().into(),
-            }),
+            "since_cursor is not in the retained history (pruned or never published)",
             code.bot_action(),
         ),
-        Miss::Unavailable => unavailable(),
+        Failure::Runtime(e) => {
+            log::event("mcp_tool_failed", &[("error", &e.to_string())]);
+            tool_error(Failure::Unavailable(None), agent)
+        }
+        Failure::Unavailable(_) => results::error(
+            code.as_str(),
+            "the service could not complete this call just now",
+            code.bot_action(),
+        ),
     }
-}
-
-fn unavailable() -> Answer {
-    let code = ReasonCode::Unavailable;
-    results::error(
-        code.as_str(),
-        "the service could not complete this call just now",
-        code.bot_action(),
-    )
 }

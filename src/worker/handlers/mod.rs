@@ -6,6 +6,10 @@
 //! MCP handler is the one handler that calls others, and only their data
 //! halves, so a tool reads and writes through exactly the code a route does.
 //!
+//! Every handler and data half returns `Result<_, failure::Failure>`: a
+//! refusal, a rejection and a runtime error all leave through `?`, and
+//! `Failure::response` (or, for a tool, `mcp`'s one mapping) answers them.
+//!
 //! | operation                                   | module        |
 //! |---------------------------------------------|---------------|
 //! | head.json / capsule.json from KV            | [`reads`]     |
@@ -30,66 +34,35 @@ pub mod write;
 
 use crate::core::crypto::AgentId;
 use crate::core::reason::ReasonCode;
-use crate::worker::http::{self, Audience};
+use crate::worker::do_wire::Relayed;
+use crate::worker::failure::Failure;
+use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
 use crate::worker::log;
 use worker::Response;
 
-/// Why a read has nothing to serve. The HTTP routes answer it with
-/// [`Miss::response`]; the MCP tools turn it into a tool error with the
-/// same reason code.
-pub enum Miss {
-    /// The client's problem: a reason code (with its own status).
-    Refused {
-        /// The reason code.
-        code: ReasonCode,
-        /// A one-line explanation, when there is more to say than the code.
-        detail: Option<String>,
-        /// `cursor_not_found`: where to start over.
-        history_url: Option<String>,
-    },
-    /// Ours: a stored value we cannot use (already logged); a 503.
-    Unavailable,
+/// The answer an agent's object decided (a write, a quote, a claim),
+/// relayed as it gave it.
+fn relay(r: Relayed) -> Response {
+    let out = http::respond(r.status, Some(r.body), NO_STORE);
+    if let Some(ra) = r.retry_after {
+        http::set(out.headers(), "Retry-After", &ra);
+    }
+    out
 }
 
-impl Miss {
-    fn code(code: ReasonCode) -> Miss {
-        Miss::Refused {
-            code,
-            detail: None,
-            history_url: None,
-        }
-    }
-
-    /// The HTTP answer of a read that missed.
-    pub fn response(&self) -> Response {
-        match self {
-            Miss::Refused {
-                code: ReasonCode::CursorNotFound,
-                history_url: Some(url),
-                ..
-            } => http::cursor_not_found(url),
-            Miss::Refused { code, detail, .. } => {
-                http::error(*code, Audience::Read, detail.as_deref())
-            }
-            Miss::Unavailable => http::unavailable(Audience::Read),
-        }
-    }
-}
-
-/// The text stored in KV at `key`, or (as `Err`) the miss of an agent that
-/// has published nothing. Every per-agent read starts here.
-async fn text_or_404(kv: &Kv, key: &str) -> worker::Result<Result<String, Miss>> {
-    Ok(kv
-        .text(key)
+/// The text stored in KV at `key`, or the miss of an agent that has
+/// published nothing. Every per-agent read starts here.
+async fn text_or_404(kv: &Kv, key: &str) -> Result<String, Failure> {
+    kv.text(key)
         .await?
-        .ok_or_else(|| Miss::code(ReasonCode::CapsuleNotFound)))
+        .ok_or_else(|| Failure::code(ReasonCode::CapsuleNotFound))
 }
 
-/// The miss for a stored value that does not parse, logged as `event`. Only
-/// the agent's Durable Object writes these keys, so a bad value is our bug
-/// (or a half-migrated format), never the client's.
-fn unreadable(event: &str, agent: &AgentId, error: &str) -> Miss {
+/// The failure for a stored value that does not parse, logged as `event`.
+/// Only the agent's Durable Object writes these keys, so a bad value is our
+/// bug (or a half-migrated format), never the client's.
+fn unreadable(event: &str, agent: &AgentId, error: &str) -> Failure {
     log::event(event, &[("agent_id", agent.as_str()), ("error", error)]);
-    Miss::Unavailable
+    Failure::Unavailable(None)
 }

@@ -13,7 +13,7 @@
 //! next commit this reader may read, or N seconds. Only such polls wake
 //! the object; without `wait` nothing changes.
 
-use super::{text_or_404, unreadable, Miss};
+use super::{text_or_404, unreadable};
 use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
 use crate::core::history::QueryError;
@@ -26,12 +26,13 @@ use crate::core::watch;
 use crate::worker::clock;
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, WaitCall, Waited};
+use crate::worker::failure::Failure;
 use crate::worker::http::{self, CachedRead, Reply};
 use crate::worker::kv::Kv;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use serde::Deserialize;
-use worker::{Env, Response};
+use worker::Env;
 
 /// The parts of a stored record a read looks at before parsing it whole:
 /// the cursor (304s) and whether the capsule is private (§12). Serde skips
@@ -83,7 +84,7 @@ fn admit(
     raw: &str,
     agent: &AgentId,
     read_as: &ReadAs<'_>,
-) -> Result<(Option<Peek>, Option<Record>), Miss> {
+) -> Result<(Option<Peek>, Option<Record>), Failure> {
     let peek = serde_json::from_str::<Peek>(raw).ok();
     let private = peek
         .as_ref()
@@ -93,7 +94,7 @@ fn admit(
     }
     // Unsigned: no need even to parse the record.
     if read_as.reader.is_none() {
-        return Err(Miss::code(ReasonCode::CapsuleNotFound));
+        return Err(Failure::code(ReasonCode::CapsuleNotFound));
     }
     let record: Record = serde_json::from_str(raw)
         .map_err(|e| unreadable("kv_record_unreadable", agent, &e.to_string()))?;
@@ -104,7 +105,7 @@ fn admit(
         read_as.scope,
         read_as.now_ms,
     ) {
-        Decision::Hidden => Err(Miss::code(ReasonCode::CapsuleNotFound)),
+        Decision::Hidden => Err(Failure::code(ReasonCode::CapsuleNotFound)),
         Decision::Public | Decision::Granted => Ok((peek, Some(record))),
     }
 }
@@ -118,41 +119,27 @@ pub async fn record<T>(
     agent: &AgentId,
     read_as: &ReadAs<'_>,
     held: impl FnOnce(&str) -> Option<T>,
-) -> worker::Result<Result<Stored<T>, Miss>> {
-    let raw = match text_or_404(&Kv::of(env)?, &kv_key(agent)).await? {
-        Ok(raw) => raw,
-        Err(miss) => return Ok(Err(miss)),
-    };
-    let (peek, admitted) = match admit(&raw, agent, read_as) {
-        Ok(x) => x,
-        Err(miss) => return Ok(Err(miss)),
-    };
+) -> Result<Stored<T>, Failure> {
+    let raw = text_or_404(&Kv::of(env)?, &kv_key(agent)).await?;
+    let (peek, admitted) = admit(&raw, agent, read_as)?;
     if let Some(peek) = peek {
         if let Some(answer) = held(cursor_hex(&peek.cursor)) {
-            return Ok(Ok(Stored::Held(answer)));
+            return Ok(Stored::Held(answer));
         }
     }
     if let Some(record) = admitted {
-        return Ok(Ok(Stored::Current(record)));
+        return Ok(Stored::Current(record));
     }
-    Ok(match serde_json::from_str(&raw) {
-        Ok(r) => Ok(Stored::Current(r)),
-        Err(e) => Err(unreadable("kv_record_unreadable", agent, &e.to_string())),
-    })
+    serde_json::from_str(&raw)
+        .map(Stored::Current)
+        .map_err(|e| unreadable("kv_record_unreadable", agent, &e.to_string()))
 }
 
 /// Whether `read_as` may read `agent`'s documents at all (the history
 /// routes, which are served from other keys, ask this first).
-pub async fn readable(
-    env: &Env,
-    agent: &AgentId,
-    read_as: &ReadAs<'_>,
-) -> worker::Result<Result<(), Miss>> {
-    let raw = match text_or_404(&Kv::of(env)?, &kv_key(agent)).await? {
-        Ok(raw) => raw,
-        Err(miss) => return Ok(Err(miss)),
-    };
-    Ok(admit(&raw, agent, read_as).map(|_| ()))
+pub async fn readable(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> Result<(), Failure> {
+    let raw = text_or_404(&Kv::of(env)?, &kv_key(agent)).await?;
+    admit(&raw, agent, read_as).map(|_| ())
 }
 
 /// head.json or capsule.json (`doc` is one of the two).
@@ -164,39 +151,15 @@ pub async fn handle(
     agent: &AgentId,
     read: CachedRead,
     reader: Option<&AgentId>,
-) -> worker::Result<Reply> {
+) -> Result<Reply, Failure> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let wait = match doc {
-        Doc::Head => match watch::parse_wait(req.query_pairs()) {
-            Ok(w) => w,
-            Err(QueryError::Bad(why)) => {
-                let miss = Miss::Refused {
-                    code: ReasonCode::BadQuery,
-                    detail: Some(why),
-                    history_url: None,
-                };
-                return Ok(miss.response().into());
-            }
-            Err(QueryError::CursorNotFound) => None,
-        },
-        _ => None,
-    };
-    let poll = |held: Option<String>, wait_sec: u64, read: CachedRead| Poll {
+    let waiter = wait_of(req, &doc)?.map(|wait_sec| Waiter {
         env,
-        call: WaitCall {
-            agent_id: agent.to_string(),
-            reader: reader.map(AgentId::to_string),
-            held,
-            wait_ms: wait_sec * 1_000,
-            now_ms,
-        },
-        read,
-    };
-    let read_as = ReadAs {
+        agent,
         reader,
-        scope: access::scope_of(&doc),
         now_ms,
-    };
+        wait_sec,
+    });
     // An unsigned read may be answered from this location's copy (no KV
     // read at all); a signed one never is.
     let cache_key = match reader {
@@ -208,11 +171,16 @@ pub async fn handle(
         None => read_cache::Kept::Nothing,
     };
     if let read_cache::Kept::Answer(answer, etag) = kept {
-        if let (Some(w), Some(_)) = (wait, read.fresh(&etag)) {
-            return Ok(poll(Some(etag), w, read).answer().await?.into());
-        }
-        return Ok(read.kept(answer, &etag));
+        return match &waiter {
+            Some(w) if read.fresh(&etag).is_some() => w.hold(Some(etag), read).await,
+            _ => Ok(read.kept(answer, &etag)),
+        };
     }
+    let read_as = ReadAs {
+        reader,
+        scope: access::scope_of(&doc),
+        now_ms,
+    };
     // A read this location may keep is read whole even when the client
     // already holds it: conditional polls, the usual kind, must make the
     // copy too, or once it expired every poll would read KV again.
@@ -226,19 +194,12 @@ pub async fn handle(
             read.fresh(etag)
         }
     };
-    let record = match record(env, agent, &read_as, fresh).await? {
-        Ok(Stored::Current(r)) => r,
-        Ok(Stored::Held(not_modified)) => match wait {
-            Some(w) => return Ok(poll(held, w, read).answer().await?.into()),
-            None => return Ok(not_modified.into()),
-        },
-        Err(Miss::Refused {
-            code: ReasonCode::CapsuleNotFound,
-            ..
-        }) if wait.is_some() => {
-            return Ok(poll(None, wait.unwrap_or(0), read).answer().await?.into())
-        }
-        Err(miss) => return Ok(miss.response().into()),
+    let record = match (record(env, agent, &read_as, fresh).await, &waiter) {
+        (Ok(Stored::Current(r)), _) => r,
+        (Ok(Stored::Held(_)), Some(w)) => return w.hold(held, read).await,
+        (Ok(Stored::Held(not_modified)), None) => return Ok(not_modified.into()),
+        (Err(f), Some(w)) if f.is_not_found() => return w.hold(None, read).await,
+        (Err(f), _) => return Err(f),
     };
     let body = match doc {
         Doc::Head => serde_json::to_vec(&record.head(now_ms, &cfg.tiers))?,
@@ -251,33 +212,58 @@ pub async fn handle(
         let answer = http::full_answer(body.clone(), record.etag());
         read_cache::store(key, &kept, record.seq, answer).await;
     }
-    if let (Some(w), Some(_)) = (wait, read.fresh(record.etag())) {
-        let held = Some(record.etag().to_owned());
-        return Ok(poll(held, w, read).answer().await?.into());
+    match &waiter {
+        Some(w) if read.fresh(record.etag()).is_some() => {
+            w.hold(Some(record.etag().to_owned()), read).await
+        }
+        _ => Ok(read.answer(body, record.etag()).into()),
     }
-    Ok(read.answer(body, record.etag()).into())
 }
 
-/// A long-poll for the agent's object to hold.
-struct Poll<'a> {
+/// The `wait` of a head.json long-poll, in seconds (`None`: answer at once).
+fn wait_of(req: &Incoming, doc: &Doc<'_>) -> Result<Option<u64>, Failure> {
+    if !matches!(doc, Doc::Head) {
+        return Ok(None);
+    }
+    match watch::parse_wait(req.query_pairs()) {
+        Ok(w) => Ok(w),
+        Err(QueryError::Bad(why)) => Err(Failure::refused(ReasonCode::BadQuery, why)),
+        Err(QueryError::CursorNotFound) => Ok(None),
+    }
+}
+
+/// A head.json read that asked to wait: held by the agent's object when
+/// the answer would be a 304 or a `capsule_not_found`.
+struct Waiter<'a> {
     env: &'a Env,
-    call: WaitCall,
-    read: CachedRead,
+    agent: &'a AgentId,
+    reader: Option<&'a AgentId>,
+    now_ms: u64,
+    wait_sec: u64,
 }
 
-impl Poll<'_> {
-    /// The held answer: a head the client does not hold (200), nothing new
-    /// (304 on the entity it holds), or still nothing it may read (404).
-    /// Never kept by a cache: it answers one client's wait.
-    async fn answer(self) -> worker::Result<Response> {
-        let read = self.read.private();
-        Ok(match do_wire::wait(self.env, &self.call).await? {
-            Waited::Head(body, etag) => read.answer(body, &etag),
-            Waited::Unchanged => match self.call.held.as_deref().and_then(|e| read.fresh(e)) {
-                Some(not_modified) => not_modified,
-                None => Miss::code(ReasonCode::CapsuleNotFound).response(),
+impl Waiter<'_> {
+    /// The held answer for a client that holds `held` (or nothing): a head
+    /// it does not hold (200), nothing new (304 on the entity it holds), or
+    /// still nothing it may read (404). Never kept by a cache: it answers
+    /// one client's wait.
+    async fn hold(&self, held: Option<String>, read: CachedRead) -> Result<Reply, Failure> {
+        let read = read.private();
+        let call = WaitCall {
+            agent_id: self.agent.to_string(),
+            reader: self.reader.map(AgentId::to_string),
+            held,
+            wait_ms: self.wait_sec * 1_000,
+            now_ms: self.now_ms,
+        };
+        let not_found = || Err(Failure::code(ReasonCode::CapsuleNotFound));
+        match do_wire::wait(self.env, &call).await? {
+            Waited::Head(body, etag) => Ok(read.answer(body, &etag).into()),
+            Waited::Unchanged => match call.held.as_deref().and_then(|e| read.fresh(e)) {
+                Some(not_modified) => Ok(not_modified.into()),
+                None => not_found(),
             },
-            Waited::NotFound => Miss::code(ReasonCode::CapsuleNotFound).response(),
-        })
+            Waited::NotFound => not_found(),
+        }
     }
 }

@@ -8,29 +8,19 @@ use crate::core::crypto::AgentId;
 use crate::core::read_auth::{self, Admit, SignedRead};
 use crate::core::reason::ReasonCode;
 use crate::worker::do_wire::NonceCheck;
+use crate::worker::failure::Failure;
 use crate::worker::log;
 use crate::worker::request::Incoming;
 use worker::Env;
 
-/// A refused signature: the reason code and a one-line detail.
-pub struct Refused {
-    /// `read_signature_invalid`, `_expired` or `_replayed`.
-    pub code: ReasonCode,
-    /// What was wrong.
-    pub detail: String,
-}
-
 /// The verified signer of `req`, `None` for an unsigned request, or why
-/// its signature is refused. `now_ms` is the request's clock.
-pub async fn of(
-    req: &Incoming,
-    env: &Env,
-    now_ms: u64,
-) -> worker::Result<Result<Option<AgentId>, Refused>> {
+/// its signature is refused (`read_signature_invalid`, `_expired` or
+/// `_replayed`). `now_ms` is the request's clock.
+pub async fn of(req: &Incoming, env: &Env, now_ms: u64) -> Result<Option<AgentId>, Failure> {
     let headers = req.headers();
     let header = |name: &str| headers.get(name).ok().flatten();
     if !read_auth::carries_signature(&header) {
-        return Ok(Ok(None));
+        return Ok(None);
     }
     let url = req.url()?.to_string();
     let method = req.method();
@@ -40,39 +30,32 @@ pub async fn of(
         header: &header,
     };
     let now_s = now_ms / 1000;
-    let reader = match read_auth::verify(&signed, now_s) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(Err(Refused {
-                code: e.code(),
-                detail: e.to_string(),
-            }))
-        }
-    };
+    let reader =
+        read_auth::verify(&signed, now_s).map_err(|e| Failure::refused(e.code(), e.to_string()))?;
     let check = NonceCheck {
         nonce: reader.nonce.clone(),
         until_s: reader.replay_until_s,
         now_s,
     };
     match check.send(env, &reader.agent_id).await? {
-        Admit::Fresh => Ok(Ok(Some(reader.agent_id))),
+        Admit::Fresh => Ok(Some(reader.agent_id)),
         Admit::Replayed => {
             log::event(
                 "read_nonce_replayed",
                 &[("reader", reader.agent_id.as_str())],
             );
-            Ok(Err(Refused {
-                code: ReasonCode::ReadSignatureReplayed,
-                detail: "this nonce was already used: sign every read with a fresh one".into(),
-            }))
+            Err(Failure::refused(
+                ReasonCode::ReadSignatureReplayed,
+                "this nonce was already used: sign every read with a fresh one",
+            ))
         }
-        Admit::Full => Ok(Err(Refused {
-            code: ReasonCode::ReadSignatureReplayed,
-            detail: format!(
+        Admit::Full => Err(Failure::refused(
+            ReasonCode::ReadSignatureReplayed,
+            format!(
                 "more than {} signed reads by this reader in {} s: slow down",
                 read_auth::MAX_LIVE_NONCES,
                 read_auth::MAX_AGE_S
             ),
-        })),
+        )),
     }
 }

@@ -3,18 +3,19 @@
 //! signature, the per-address quote rate), and hand the rest to the
 //! agent's Durable Object, which keeps its invoices and credits payments.
 
+use super::relay;
 use crate::core::quota::ip_bucket;
-use crate::core::reason::ReasonCode;
+use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::secs_until;
 use crate::core::upgrade::claim::{read_claim, ClaimError};
+use crate::core::upgrade::config::UpgradeConfig;
 use crate::core::upgrade::invoice::TAGS;
 use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
-use crate::core::upgrade::Refusal;
 use crate::core::urls::CLAIM_PATH;
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::{self, Config};
-use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot};
-use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::do_wire::{self, AgentCall, ClaimCall, QuoteCall, QuoteSlot, Slot};
+use crate::worker::failure::Failure;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
@@ -26,67 +27,52 @@ const TEST_TAG_HEADER: &str = "x-selfcap-test-tag";
 /// Quotes per client address per rolling 24 hours.
 pub const QUOTES_PER_IP_24H: u32 = 30;
 
-/// The body, or the answer for one that is too big or unreadable.
-async fn small_body(req: &Incoming) -> Result<Vec<u8>, Response> {
-    match body::read_capped(req, MAX_UPGRADE_BODY).await {
-        Ok(b) => Ok(b),
-        Err(BodyError::TooLarge { .. }) => Err(http::error(
-            ReasonCode::PayloadTooLarge,
-            Audience::Read,
-            None,
-        )),
-        Err(BodyError::Read) => Err(http::error(
-            ReasonCode::BadUpgradeRequest,
-            Audience::Read,
-            Some("the request body could not be read to its end"),
-        )),
-    }
+/// The body, or the refusal of one that is too big or unreadable.
+async fn small_body(req: &Incoming) -> Result<Vec<u8>, Failure> {
+    body::read_capped(req, MAX_UPGRADE_BODY)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge { .. } => Failure::code(ReasonCode::PayloadTooLarge),
+            BodyError::Read => Failure::refused(
+                ReasonCode::BadUpgradeRequest,
+                "the request body could not be read to its end",
+            ),
+        })
 }
 
-/// Relays the agent object's answer.
-fn relay(r: do_wire::Relayed) -> Response {
-    let out = http::respond(r.status, Some(r.body), NO_STORE);
-    if let Some(ra) = r.retry_after {
-        http::set(out.headers(), "Retry-After", &ra);
-    }
-    out
-}
-
-/// The 503 for a deployment without (valid) upgrade settings, logging what
-/// is missing by var name so the operator can fix it.
-fn not_configured(problems: &[String]) -> Response {
-    log::event("config_error", &[("upgrade", &problems.join("; "))]);
-    http::upgrades_not_configured()
+/// This deployment's upgrade settings, or the 503 for a deployment without
+/// (valid) ones, logging what is missing by var name so the operator can
+/// fix it.
+fn configured(env: &Env) -> Result<UpgradeConfig, Failure> {
+    config::upgrade(env).map_err(|problems| {
+        log::event("config_error", &[("upgrade", &problems.join("; "))]);
+        Failure::upgrades_not_configured()
+    })
 }
 
 /// One quote.
-pub async fn quote(req: &Incoming, url: &Url, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    let up = match config::upgrade(env) {
-        Ok(up) => up,
-        Err(problems) => return Ok(not_configured(&problems)),
-    };
+pub async fn quote(
+    req: &Incoming,
+    url: &Url,
+    env: &Env,
+    cfg: &Config,
+) -> Result<Response, Failure> {
+    let up = configured(env)?;
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let bytes = match small_body(req).await {
-        Ok(b) => b,
-        Err(resp) => return Ok(resp),
-    };
-    let ask = match read_quote(&bytes, &up) {
-        Ok(a) => a,
-        Err(r) => return http::upgrade_refusal(&r),
-    };
+    let bytes = small_body(req).await?;
+    let ask = read_quote(&bytes, &up)?;
     let ip = ip_bucket(req.headers().get("CF-Connecting-IP")?.as_deref());
     let slot = QuoteSlot {
         now_ms,
         limit: QUOTES_PER_IP_24H,
     };
-    if let Err(reset) = slot.send(env, &ip).await? {
-        return http::upgrade_refusal(
-            &Refusal::new(
-                ReasonCode::QuoteRateExceeded,
-                "too many quotes from this address in the last 24 hours",
-            )
-            .retry_after(secs_until(now_ms, reset).max(1)),
-        );
+    if let Slot::FullUntil(reset) = slot.send(env, &ip).await? {
+        return Err(Refusal::new(
+            ReasonCode::QuoteRateExceeded,
+            "too many quotes from this address in the last 24 hours",
+        )
+        .retry_after(secs_until(now_ms, reset).max(1))
+        .into());
     }
     let call = AgentCall::Quote(QuoteCall {
         agent_id: ask.agent_id.to_string(),
@@ -106,24 +92,14 @@ pub async fn quote(req: &Incoming, url: &Url, env: &Env, cfg: &Config) -> worker
 }
 
 /// One claim.
-pub async fn claim(req: &Incoming, env: &Env, cfg: &Config) -> worker::Result<Response> {
-    if let Err(problems) = &config::upgrade(env) {
-        return Ok(not_configured(problems));
-    }
+pub async fn claim(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, Failure> {
+    configured(env)?;
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let bytes = match small_body(req).await {
-        Ok(b) => b,
-        Err(resp) => return Ok(resp),
-    };
-    let claim = match read_claim(&bytes) {
-        Ok(c) => c,
-        Err(ClaimError::Malformed(why)) => {
-            return http::upgrade_refusal(&Refusal::new(ReasonCode::BadUpgradeRequest, why))
-        }
-        Err(ClaimError::BadSignature(why)) => {
-            return http::upgrade_refusal(&Refusal::new(ReasonCode::BadSignature, why))
-        }
-    };
+    let bytes = small_body(req).await?;
+    let claim = read_claim(&bytes).map_err(|e| match e {
+        ClaimError::Malformed(why) => Failure::refused(ReasonCode::BadUpgradeRequest, why),
+        ClaimError::BadSignature(why) => Failure::refused(ReasonCode::BadSignature, why),
+    })?;
     let call = AgentCall::Claim(ClaimCall {
         agent_id: claim.agent_id.to_string(),
         invoice_id: claim.invoice_id,

@@ -11,8 +11,8 @@ use crate::core::watch;
 use crate::worker::clock;
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, WatchCall};
+use crate::worker::failure::Failure;
 use crate::worker::handlers::signer;
-use crate::worker::http::{self, Audience};
 use crate::worker::request::Incoming;
 use worker::{Env, Response};
 
@@ -22,40 +22,26 @@ pub async fn handle(
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
-) -> worker::Result<Response> {
+) -> Result<Response, Failure> {
     let h = req.headers();
     if !watch::asks_websocket(h.get("Upgrade")?.as_deref()) {
-        return Ok(http::error(
-            ReasonCode::WebsocketRequired,
-            Audience::Read,
-            None,
-        ));
+        return Err(Failure::code(ReasonCode::WebsocketRequired));
     }
     let (key, version) = (h.get("Sec-WebSocket-Key")?, h.get("Sec-WebSocket-Version")?);
     if !watch::is_handshake(key.as_deref(), version.as_deref()) {
-        return Ok(http::error(
+        return Err(Failure::refused(
             ReasonCode::WebsocketRequired,
-            Audience::Read,
-            Some("not a WebSocket opening handshake: it needs Sec-WebSocket-Key (16 random bytes, base64) and Sec-WebSocket-Version: 13 (RFC 6455 4.1)"),
+            "not a WebSocket opening handshake: it needs Sec-WebSocket-Key (16 random bytes, base64) and Sec-WebSocket-Version: 13 (RFC 6455 4.1)",
         ));
     }
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     // A signature is checked before anything about the capsule is read.
-    let reader = match signer::of(req, env, now_ms).await? {
-        Ok(r) => r,
-        Err(refused) => {
-            return Ok(http::error(
-                refused.code,
-                Audience::Read,
-                Some(&refused.detail),
-            ))
-        }
-    };
+    let reader = signer::of(req, env, now_ms).await?;
     let call = WatchCall {
         agent_id: agent.to_string(),
         reader: reader.map(|r| r.to_string()),
         ip_bucket: ip_bucket(req.headers().get("CF-Connecting-IP")?.as_deref()),
         now_ms,
     };
-    do_wire::watch(env, &call).await
+    Ok(do_wire::watch(env, &call).await?)
 }

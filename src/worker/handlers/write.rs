@@ -7,6 +7,7 @@
 //! a submitted envelope meets the same cap, pre-check, per-address quota,
 //! rate limits and decision log as a PUT; [`handle`] is the PUT around it.
 
+use super::relay;
 use crate::core::crypto::AgentId;
 use crate::core::limits::MAX_BODY_BYTES;
 use crate::core::quota::ip_bucket;
@@ -14,7 +15,7 @@ use crate::core::write::{self, DecisionLog, Rejection};
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, Relayed, WriteCall};
-use crate::worker::http::{self, NO_STORE};
+use crate::worker::failure::Failure;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
@@ -24,34 +25,28 @@ use worker::{Env, Response};
 /// KV mirror attempt so the alarm retry path can be observed.
 const TEST_FAIL_MIRROR_HEADER: &str = "x-selfcap-test-fail-mirror";
 
-/// What became of a write.
-pub enum Written {
-    /// The agent's object decided (accepted or not): its answer, as is.
-    Decided(Relayed),
-    /// Refused in the Worker (cap, JSON, envelope, signature), logged.
-    Refused(Rejection),
-}
-
 /// The seq of an accepted answer (`core::write::AcceptedBody`).
 #[derive(serde::Deserialize)]
 struct AcceptedSeq {
     seq: u64,
 }
 
-/// One write of `body` (as read, capped at [`MAX_BODY_BYTES`]) to `agent`.
-/// `req` supplies the client address (the new-agent quota bucket) and the
-/// test hooks, exactly as for a PUT.
+/// One write of `body` (as read, capped at [`MAX_BODY_BYTES`]) to `agent`:
+/// the agent's object's answer as is (accepted or not), or the rejection
+/// of a write refused here (cap, JSON, envelope, signature), logged. `req`
+/// supplies the client address (the new-agent quota bucket) and the test
+/// hooks, exactly as for a PUT.
 pub async fn write(
     req: &Incoming,
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
     body: Result<Vec<u8>, BodyError>,
-) -> worker::Result<Written> {
+) -> Result<Relayed, Failure> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let refuse = |rej: Rejection, bytes: u64| {
         log::line_str(&DecisionLog::rejected(agent.as_str(), &rej, bytes).to_line());
-        Ok(Written::Refused(rej))
+        Err(Failure::Rejected(rej))
     };
     let bytes = match body {
         Ok(b) => b,
@@ -90,7 +85,7 @@ pub async fn write(
             Err(_) => read_cache::purge(agent).await,
         }
     }
-    Ok(Written::Decided(relayed))
+    Ok(relayed)
 }
 
 /// One PUT.
@@ -99,16 +94,7 @@ pub async fn handle(
     env: &Env,
     cfg: &Config,
     agent: &AgentId,
-) -> worker::Result<Response> {
+) -> Result<Response, Failure> {
     let body = body::read_capped(req, MAX_BODY_BYTES).await;
-    match write(req, env, cfg, agent, body).await? {
-        Written::Refused(rej) => http::rejection(&rej),
-        Written::Decided(relayed) => {
-            let out = http::respond(relayed.status, Some(relayed.body), NO_STORE);
-            if let Some(ra) = relayed.retry_after {
-                http::set(out.headers(), "Retry-After", &ra);
-            }
-            Ok(out)
-        }
-    }
+    Ok(relay(write(req, env, cfg, agent, body).await?))
 }

@@ -8,7 +8,7 @@
 //! outside the Worker.
 
 use crate::core::quota::{IpWindow, Window};
-use crate::worker::do_wire::{self, IpCall, Reserve};
+use crate::worker::do_wire::{self, IpCall, Reserve, Slot};
 use crate::worker::lock::Lock;
 use crate::worker::storage::{load, save};
 // The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
@@ -49,17 +49,18 @@ impl DurableObject for IpQuotaDO {
                 if window != before {
                     save(&storage, WINDOW_KEY, &window).await?;
                 }
-                Reserve::answer(result)
+                Reserve::answer(result.map_or_else(Slot::FullUntil, |()| Slot::Granted))
             }
             IpCall::Quote(slot) => {
                 let mut quotes: Window = load(&storage, QUOTES_KEY).await?.unwrap_or_default();
                 let usage = quotes.usage(slot.now_ms, slot.limit);
                 if usage.exhausted() {
-                    return Reserve::answer(Err(usage.reset_at_ms.unwrap_or(slot.now_ms)));
+                    let reset = usage.reset_at_ms.unwrap_or(slot.now_ms);
+                    return Reserve::answer(Slot::FullUntil(reset));
                 }
                 quotes.record(slot.now_ms);
                 save(&storage, QUOTES_KEY, &quotes).await?;
-                Reserve::answer(Ok(()))
+                Reserve::answer(Slot::Granted)
             }
         }
     }

@@ -40,6 +40,8 @@ use self::push::{Waiter, WATCH_TAG};
 use crate::core::watch::{self, Answer, Incoming};
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, AgentCall};
+use crate::worker::failure::settle;
+use crate::worker::http::Audience;
 use crate::worker::lock::Lock;
 use crate::worker::log;
 use std::cell::{Cell, RefCell};
@@ -109,10 +111,10 @@ impl DurableObject for AgentDO {
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
         match AgentCall::read(req).await? {
-            Some(AgentCall::Write(call)) => self.write(call).await,
+            Some(AgentCall::Write(call)) => settle(self.write(call).await, Audience::Write),
             Some(AgentCall::Export(call)) => Ok(AgentCall::export_answer(self.export(call).await?)),
-            Some(AgentCall::Quote(call)) => self.quote(call).await,
-            Some(AgentCall::Claim(call)) => self.claim(call).await,
+            Some(AgentCall::Quote(call)) => settle(self.quote(call).await, Audience::Read),
+            Some(AgentCall::Claim(call)) => settle(self.claim(call).await, Audience::Read),
             Some(AgentCall::Watch(call)) => self.watch(call).await,
             Some(AgentCall::Wait(call)) => Ok(self.wait(call).await?.answer()),
             None => Ok(do_wire::not_a_call()),

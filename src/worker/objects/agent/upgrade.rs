@@ -5,7 +5,7 @@
 use super::{AgentDO, INVOICES_KEY, MIRROR_KEY, STATE_KEY};
 use crate::core::crypto::AgentId;
 use crate::core::mirror::{Mirror, RETRY_BASE_MS};
-use crate::core::reason::ReasonCode;
+use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::secs_until;
 use crate::core::upgrade::claim::Claim;
 use crate::core::upgrade::invoice::{InvoiceBook, INVOICE_TTL_MS};
@@ -13,11 +13,11 @@ use crate::core::upgrade::outcome::{
     after_chain, before_chain, credit, expected, Before, PaymentRecord,
 };
 use crate::core::upgrade::quote::{new_invoice, QuoteBody, QuoteRequest};
-use crate::core::upgrade::Refusal;
 use crate::core::write::AgentState;
 use crate::worker::config::{self, Config};
 use crate::worker::do_wire::{ClaimCall, PaymentBind, QuoteCall, TagAsk};
-use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::failure::Failure;
+use crate::worker::http::{self, NO_STORE};
 use crate::worker::log;
 use crate::worker::rpc;
 use crate::worker::storage::{commit_atomic, load, save, Alarm, Batch};
@@ -27,9 +27,9 @@ use worker::Response;
 impl AgentDO {
     /// Quotes an upgrade: bounded open invoices per agent, a tag unique among
     /// open invoices at the price, the invoice stored before it is shown.
-    pub(super) async fn quote(&self, call: QuoteCall) -> worker::Result<Response> {
+    pub(super) async fn quote(&self, call: QuoteCall) -> Result<Response, Failure> {
         let Ok(up) = &config::upgrade(&self.env) else {
-            return Ok(http::upgrades_not_configured());
+            return Err(Failure::upgrades_not_configured());
         };
         let agent = AgentId::parse(&call.agent_id).ok_or("quote: bad agent id")?;
         let now = call.now_ms;
@@ -45,13 +45,12 @@ impl AgentDO {
                 .map(|i| i.expires_at_ms)
                 .min()
                 .unwrap_or(now);
-            return http::upgrade_refusal(
-                &Refusal::new(
-                    ReasonCode::TooManyOpenInvoices,
-                    "this agent already has the most open invoices it may hold",
-                )
-                .retry_after(secs_until(now, next).max(1)),
-            );
+            return Err(Refusal::new(
+                ReasonCode::TooManyOpenInvoices,
+                "this agent already has the most open invoices it may hold",
+            )
+            .retry_after(secs_until(now, next).max(1))
+            .into());
         }
         let price = up.price(call.plan).ok_or("quote: free is not sold")?;
         let mut random = [0u8; 12];
@@ -70,10 +69,9 @@ impl AgentDO {
         };
         let Some(tag) = tag else {
             // Every tag at this price is held by an open invoice.
-            return Ok(http::unavailable_because(
-                Audience::Read,
-                Some("too many open invoices at this price; retry later"),
-            ));
+            return Err(Failure::Unavailable(Some(
+                "too many open invoices at this price; retry later",
+            )));
         };
         let mut id_random = [0u8; 8];
         id_random.copy_from_slice(&random[..8]);
@@ -92,20 +90,17 @@ impl AgentDO {
                 ("amount_atomic", &inv.amount_atomic.to_string()),
             ],
         );
-        http::json(
-            200,
-            &QuoteBody::new(&inv, &agent, up, call.claim_url),
-            NO_STORE,
-        )
+        let body = QuoteBody::new(&inv, &agent, up, call.claim_url);
+        Ok(http::json(200, &body, NO_STORE)?)
     }
 
     /// Verifies a claim on-chain and credits it, once: the payment's own
     /// object binds it to this invoice first, then state, invoice and the
     /// KV record change in one atomic commit.
-    pub(super) async fn claim(&self, call: ClaimCall) -> worker::Result<Response> {
+    pub(super) async fn claim(&self, call: ClaimCall) -> Result<Response, Failure> {
         let cfg = Config::of(&self.env);
         let Ok(up) = &config::upgrade(&self.env) else {
-            return Ok(http::upgrades_not_configured());
+            return Err(Failure::upgrades_not_configured());
         };
         let agent = AgentId::parse(&call.agent_id).ok_or("claim: bad agent id")?;
         let claim = Claim {
@@ -119,8 +114,8 @@ impl AgentDO {
         let storage = self.state.storage();
         let mut book: InvoiceBook = load(&storage, INVOICES_KEY).await?.unwrap_or_default();
         let inv = match before_chain(&claim, book.find(&claim.invoice_id)) {
-            Err(r) => return http::upgrade_refusal(&r),
-            Ok(Before::Repeat(body)) => return http::json(200, &body, NO_STORE),
+            Err(r) => return Err(r.into()),
+            Ok(Before::Repeat(body)) => return Ok(http::json(200, &body, NO_STORE)?),
             Ok(Before::Verify) => book.find(&claim.invoice_id).cloned().ok_or("checked")?,
         };
         let want = expected(&inv, up).ok_or("stored invoice has malformed addresses")?;
@@ -134,7 +129,7 @@ impl AgentDO {
                         &[("agent_id", agent.as_str()), ("error", why)],
                     );
                 }
-                return http::upgrade_refusal(&r);
+                return Err(r.into());
             }
         };
         let bind = PaymentBind {
@@ -144,7 +139,7 @@ impl AgentDO {
             },
         };
         if !bind.send(&self.env, &confirmed.payment).await? {
-            return http::upgrade_refusal(&Refusal::new(
+            return Err(Failure::refused(
                 ReasonCode::PaymentAlreadyClaimed,
                 "this payment already credited another invoice",
             ));
@@ -203,6 +198,6 @@ impl AgentDO {
                 );
             }
         }
-        http::json(200, &body, NO_STORE)
+        Ok(http::json(200, &body, NO_STORE)?)
     }
 }

@@ -7,26 +7,19 @@ use crate::core::history::HistoryIndex;
 use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
 use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
-use crate::worker::do_wire::{Reserve, WriteCall};
-use crate::worker::http::{self, Audience, NO_STORE};
+use crate::worker::do_wire::{Reserve, Slot, WriteCall};
+use crate::worker::failure::Failure;
+use crate::worker::http::{self, NO_STORE};
 use crate::worker::log;
 use crate::worker::storage::{commit_atomic, parse, save, texts, texts_of, Alarm, Batch};
 use std::time::Duration;
 use worker::{Response, Storage};
 
-/// How a write ends before anything is committed.
-enum Refused {
-    /// A decided rejection: persisted (cooldown), logged, answered.
-    Rejected(Rejection),
-    /// The service cannot take writes (configuration): answered as is.
-    Unavailable(Response),
-}
-
 impl AgentDO {
     /// Everything from loading state to the KV mirror runs under the lock:
     /// the IP-quota call and the KV put are awaits on other objects, during
     /// which the runtime would otherwise deliver the next write to us.
-    pub(super) async fn write(&self, call: WriteCall) -> worker::Result<Response> {
+    pub(super) async fn write(&self, call: WriteCall) -> Result<Response, Failure> {
         let cfg = Config::of(&self.env);
         let _guard = self.lock.acquire().await;
         let storage = self.state.storage();
@@ -34,17 +27,18 @@ impl AgentDO {
             texts(&storage, [STATE_KEY, HISTORY_KEY, MIRROR_KEY]).await?;
         let mut state: AgentState = parse(STATE_KEY, state_text)?.unwrap_or_default();
         let keys = config::service_keys(&self.env);
-        let candidate = match self.decide(&state, &call, &cfg, &keys).await? {
+        let candidate = match self.decide(&state, &call, &cfg, &keys).await {
             Ok(c) => c,
-            Err(Refused::Unavailable(resp)) => return Ok(resp),
-            Err(Refused::Rejected(rej)) => {
+            // A decided rejection: its cooldown persisted, logged, answered.
+            Err(Failure::Rejected(rej)) => {
                 if state.note_rejection(&rej, call.now_ms) {
                     save(&storage, STATE_KEY, &state).await?;
                 }
                 let line = DecisionLog::rejected(call.agent.as_str(), &rej, call.body.len() as u64);
                 log::line_str(&line.to_line());
-                return http::rejection(&rej);
+                return Err(Failure::Rejected(rej));
             }
+            Err(other) => return Err(other),
         };
         let log_line = DecisionLog::accepted(call.agent.as_str(), &candidate).to_line();
         let stored = Stored { history, mirror };
@@ -64,7 +58,7 @@ impl AgentDO {
             }
         }
         log::line_str(&log_line);
-        http::json(200, &accepted, NO_STORE)
+        Ok(http::json(200, &accepted, NO_STORE)?)
     }
 
     /// Every check of a write, in the contract's order: the core's checks,
@@ -76,18 +70,15 @@ impl AgentDO {
         call: &WriteCall,
         cfg: &Config,
         keys: &ServiceKeys,
-    ) -> worker::Result<Result<Candidate, Refused>> {
-        let candidate = match write::check(
+    ) -> Result<Candidate, Failure> {
+        let candidate = write::check(
             state,
             &call.body,
             &call.agent,
             call.now_ms,
             &cfg.tiers,
             Signature::Prechecked,
-        ) {
-            Ok(c) => c,
-            Err(rej) => return Ok(Err(Refused::Rejected(rej))),
-        };
+        )?;
         // Sealing needs the service key; without it, refuse rather than
         // seal with a made-up one (checked before a new agent's IP slot is
         // taken, so nothing is spent).
@@ -100,10 +91,9 @@ impl AgentDO {
                     ("effect", "write refused"),
                 ],
             );
-            return Ok(Err(Refused::Unavailable(http::unavailable_because(
-                Audience::Write,
-                Some("the service signing key is not configured; writes are refused until it is"),
-            ))));
+            return Err(Failure::Unavailable(Some(
+                "the service signing key is not configured; writes are refused until it is",
+            )));
         }
         if candidate.is_new_agent() {
             let ask = Reserve {
@@ -114,12 +104,12 @@ impl AgentDO {
                     .get(state.tier_at(call.now_ms))
                     .new_agents_per_ip_24h,
             };
-            if let Err(reset_at_ms) = ask.send(&self.env, &call.ip_bucket).await? {
+            if let Slot::FullUntil(reset_at_ms) = ask.send(&self.env, &call.ip_bucket).await? {
                 let rej = Rejection::new_agent_ip_quota(&candidate, call.now_ms, reset_at_ms);
-                return Ok(Err(Refused::Rejected(rej)));
+                return Err(Failure::Rejected(rej));
             }
         }
-        Ok(Ok(candidate))
+        Ok(candidate)
     }
 
     /// Seals the accepted write into the chain and stores state, history
