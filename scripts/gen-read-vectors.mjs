@@ -2,9 +2,16 @@
 // made by an implementation independent of the service's (npm
 // `http-message-sig`, Cloudflare's, with Node's own Ed25519), and what the
 // service must answer to each. `tests/read_auth_vectors.rs` replays them
-// through `core::read_auth`. Run: node scripts/gen-read-vectors.mjs
+// through `core::read_auth`. Deterministic (fixed seeds, times and nonces;
+// Ed25519 signatures are deterministic), so a re-run rewrites the same bytes.
+//
+//   node scripts/gen-read-vectors.mjs           # (re)write signed_reads.json
+//   node scripts/gen-read-vectors.mjs --check   # exit 1 if it is stale
+//
+// `npm run regen` / `npm run regen:check` run it with the other generators
+// (docs/GENERATED.md).
 import crypto from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createSignatureSync } from "http-message-sig";
@@ -76,5 +83,19 @@ const doc = {
   keys: Object.fromEntries(Object.entries({ owner, reader, other }).map(([k, v]) => [k, { seed: v.seedHex, public_key: v.publicHex, agent_id: v.agentId }])),
   vectors,
 };
-writeFileSync(path.join(ROOT, "tests/vectors/signed_reads.json"), JSON.stringify(doc, null, 2) + "\n");
-console.log(`wrote ${vectors.length} vectors`);
+const OUT = "tests/vectors/signed_reads.json";
+const text = JSON.stringify(doc, null, 2) + "\n";
+let old = "";
+try { old = readFileSync(path.join(ROOT, OUT), "utf8"); } catch { /* missing counts as stale */ }
+if (process.argv.includes("--check")) {
+  if (old !== text) {
+    console.error(`${OUT} is stale: run npm run regen (or node scripts/gen-read-vectors.mjs)`);
+    process.exit(1);
+  }
+  console.log(`${OUT} is up to date (${vectors.length} vectors)`);
+} else if (old === text) {
+  console.log(`${OUT} unchanged (${vectors.length} vectors)`);
+} else {
+  writeFileSync(path.join(ROOT, OUT), text); // only when changed: tests embed it
+  console.log(`wrote ${vectors.length} vectors to ${OUT}`);
+}

@@ -2,10 +2,11 @@
 # Installs the build and test toolchain if (and only if) something is missing:
 # the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
 # match Cargo.lock), the npm dev dependencies (wrangler, miniflare, wasm-opt
-# from binaryen, esbuild), and the libraries of the README's client snippets
+# from binaryen, esbuild), the libraries of the README's client snippets
 # (clients/python: cryptography, rfc8785, http-message-signatures from PyPI into
 # clients/python/.deps; clients/ts: canonicalize, http-message-sig, typescript
-# from npm).
+# from npm), and the public safety corpus generator's PyPI packages (into
+# tests/corpus/public/gen/.deps, for npm run regen and regen:check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,15 @@ if [[ ! -f "$PY_DEPS/.installed" || clients/python/requirements.txt -nt "$PY_DEP
   PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
     --target "$PY_DEPS" -r clients/python/requirements.txt
   touch "$PY_DEPS/.installed"
+fi
+
+# The public corpus generator (tests/corpus/public/gen/build.py), the same way.
+CORPUS_DEPS=tests/corpus/public/gen/.deps
+if [[ ! -f "$CORPUS_DEPS/.installed" || tests/corpus/public/gen/requirements.txt -nt "$CORPUS_DEPS/.installed" ]]; then
+  rm -rf "$CORPUS_DEPS"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+    --target "$CORPUS_DEPS" -r tests/corpus/public/gen/requirements.txt
+  touch "$CORPUS_DEPS/.installed"
 fi
 
 # TypeScript snippet: its own package (canonicalize, http-message-sig, typescript,

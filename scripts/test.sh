@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: native Rust tests, the client snippets'
-# vector tests (Python, TypeScript), formatting and wasm lint, the wasm builds,
-# the CLI build, then the end-to-end tests in workerd (Miniflare), which also
-# drive the selfcap CLI and both snippets against the Worker.
+# The whole test suite, as CI runs it: formatting, generated files against
+# their sources, native Rust tests, the client snippets' vector tests (Python,
+# TypeScript), lint (native and wasm), the wasm builds, the CLI build, then the
+# end-to-end tests in workerd (Miniflare), which also drive the selfcap CLI and
+# both snippets against the Worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
@@ -16,6 +17,9 @@ bash scripts/install-browser.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "generated files match their sources (docs/GENERATED.md; npm run regen rewrites them)"
+npm run regen:check --silent
 
 step "cargo test (native: the core, Worker-free parts, CLI, and the Explorer's wasm API)"
 cargo test --locked --workspace

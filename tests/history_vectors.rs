@@ -5,8 +5,10 @@
 //!
 //! The cases are specified here by hand (what was done to the bundle, and
 //! which checks must fail); the files are generated from this list with
-//! `SELFCAP_REGEN_VECTORS=1 cargo test --test history_vectors`, and a test
-//! fails when files and list drift apart.
+//! `npm run regen` (or `SELFCAP_REGEN=1 cargo test --test history_vectors`),
+//! and a test fails when files and list drift apart (docs/GENERATED.md).
+
+mod support;
 
 use self_capsule::core::crypto::{write_digest, AgentKey};
 use self_capsule::core::history::export::{ExportBundle, ExportEntry, ExportItem};
@@ -19,6 +21,7 @@ use self_capsule::core::json::{parse_str, Json};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use support::generated::{check_or_write, regen};
 
 /// RFC 8032 §7.1 TEST 1 (the agent) and TEST 2 (the service).
 const AGENT_SEED: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
@@ -418,36 +421,33 @@ fn options(file: &Value) -> VerifyOptions {
 }
 
 #[test]
-fn files_match_the_specified_cases() {
-    let regen = std::env::var("SELFCAP_REGEN_VECTORS").is_ok_and(|v| v == "1");
+fn history_files_match_the_specified_cases() {
     let cases = cases();
-    if regen {
-        std::fs::create_dir_all(dir()).unwrap();
-    }
     for c in cases {
-        let want = generate(c);
-        if regen {
-            let mut text = serde_json::to_string_pretty(&want).unwrap();
-            text.push('\n');
-            std::fs::write(dir().join(format!("{}.json", c.name)), text).unwrap();
-        }
-        assert_eq!(
-            load(c.name),
-            want,
-            "{} is stale: run SELFCAP_REGEN_VECTORS=1 cargo test --test history_vectors",
-            c.name
-        );
+        let mut text = serde_json::to_string_pretty(&generate(c)).unwrap();
+        text.push('\n');
+        let path = dir().join(format!("{}.json", c.name));
+        check_or_write(&path, &text, "cargo test --test history_vectors");
     }
-    // No leftover files from removed cases.
-    let mut on_disk: Vec<String> = std::fs::read_dir(dir())
+    // No leftover files from removed cases (regenerating removes them).
+    let want: Vec<String> = cases.iter().map(|c| format!("{}.json", c.name)).collect();
+    let mut extra: Vec<String> = std::fs::read_dir(dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".json"))
+        .filter(|n| n.ends_with(".json") && !want.contains(n))
         .collect();
-    on_disk.sort();
-    let mut want: Vec<String> = cases.iter().map(|c| format!("{}.json", c.name)).collect();
-    want.sort();
-    assert_eq!(on_disk, want, "unexpected files in tests/vectors/history");
+    extra.sort();
+    if regen() {
+        for name in &extra {
+            std::fs::remove_file(dir().join(name)).unwrap();
+        }
+        return;
+    }
+    assert!(
+        extra.is_empty(),
+        "tests/vectors/history has files no case generates: {extra:?}: run `npm run regen` \
+         (docs/GENERATED.md)"
+    );
 }
 
 #[test]

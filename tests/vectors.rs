@@ -8,9 +8,11 @@
 //!
 //! The cases are *specified* here (mutation + expected outcome, written by
 //! hand from the spec); the files are generated from this list with
-//! `SELFCAP_REGEN_VECTORS=1 cargo test --test vectors`, and a test fails when
-//! the files and the list drift apart. Signatures in the files are also
+//! `npm run regen` (or `SELFCAP_REGEN=1 cargo test --test vectors`), and a
+//! test fails when the files and the list drift apart (docs/GENERATED.md). Signatures in the files are also
 //! checked by an independent implementation (Node's crypto) in the e2e suite.
+
+mod support;
 
 use self_capsule::core::crypto::{write_digest, AgentKey, PublicKey};
 use self_capsule::core::jcs;
@@ -21,6 +23,7 @@ use self_capsule::core::validate::{self, validate_capsule};
 use self_capsule::core::write::{check, AgentState, Published, Signature};
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use support::generated::check_or_write;
 
 const RFC8032_SEED: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
 const EXAMPLE: &str = include_str!("vectors/spec_example_capsule.json");
@@ -1137,18 +1140,10 @@ fn load(name: &str) -> Value {
 
 #[test]
 fn files_match_the_specified_cases() {
-    let regen = std::env::var("SELFCAP_REGEN_VECTORS").is_ok_and(|v| v == "1");
     for (name, want) in files() {
-        if regen {
-            let mut text = serde_json::to_string_pretty(&want).unwrap();
-            text.push('\n');
-            std::fs::write(dir().join(name), text).unwrap();
-        }
-        assert_eq!(
-            load(name),
-            want,
-            "{name} is stale: run SELFCAP_REGEN_VECTORS=1 cargo test --test vectors"
-        );
+        let mut text = serde_json::to_string_pretty(&want).unwrap();
+        text.push('\n');
+        check_or_write(&dir().join(name), &text, "cargo test --test vectors");
     }
 }
 

@@ -26,6 +26,37 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
+/// The rule of every generator test (docs/GENERATED.md), for the two here
+/// (`automata/rules.bin`, `lexicon/table.rs`): with `SELFCAP_REGEN=1` the
+/// test writes `fresh` to `path` (from the repository root) if it differs
+/// from `committed`; otherwise it
+/// fails unless `committed`, the copy embedded at build time, is exactly
+/// `fresh`.
+#[cfg(test)]
+fn check_generated(path: &str, fresh: &[u8], committed: &[u8]) {
+    if std::env::var("SELFCAP_REGEN").is_ok_and(|v| v == "1") {
+        // Only when it changed: a new mtime would rebuild what embeds it.
+        if fresh != committed {
+            let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+            std::fs::write(full, fresh).unwrap_or_else(|e| panic!("write {path}: {e}"));
+        }
+        return;
+    }
+    let same = fresh
+        .iter()
+        .zip(committed)
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(
+        fresh == committed,
+        "{path} is stale ({} bytes committed, {} generated from its sources, the first {same} \
+         equal): run `npm run regen` (or `SELFCAP_REGEN=1 cargo test --lib safety`), then test \
+         again; see docs/GENERATED.md",
+        committed.len(),
+        fresh.len()
+    );
+}
+
 use crate::core::json::Json;
 use serde::Serialize;
 

@@ -52,21 +52,7 @@ mod tests {
     #[test]
     fn rules_bin_is_what_the_rule_table_compiles_to() {
         let fresh = table(&engine::sources());
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/src/core/safety/automata/rules.bin"
-        );
-        if std::env::var_os("SELFCAP_REGEN_SCANNER").is_some() {
-            std::fs::write(path, &fresh).expect("write rules.bin");
-            return;
-        }
-        assert!(
-            fresh == TABLE,
-            "src/core/safety/automata/rules.bin is stale ({} bytes embedded, {} compiled from the \
-             rule table): run SELFCAP_REGEN_SCANNER=1 cargo test --lib safety",
-            TABLE.len(),
-            fresh.len()
-        );
+        crate::core::safety::check_generated("src/core/safety/automata/rules.bin", &fresh, TABLE);
     }
 
     #[test]

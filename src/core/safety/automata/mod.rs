@@ -17,11 +17,12 @@
 //! their literals on first use, in `engine`), far over a Worker's size.
 //!
 //! `generate`'s tests rebuild `rules.bin` from the rule table and fail when
-//! it differs (regenerate with `SELFCAP_REGEN_SCANNER=1 cargo test --lib
-//! safety`, then test again), and each entry is keyed by a hash of its own
-//! source text: an automaton whose rule was edited without regenerating is
-//! never found, so a stale table fails closed (the scan panics, so the write
-//! is never accepted) instead of scanning with old rules.
+//! it differs (regenerate with `npm run regen`, or `SELFCAP_REGEN=1 cargo
+//! test --lib safety`, then test again: docs/GENERATED.md), and each entry
+//! is keyed by a hash of its own source text: an automaton whose rule was
+//! edited without regenerating is never found, so a stale table fails closed
+//! (the scan panics, so the write is never accepted) instead of scanning
+//! with old rules.
 
 pub(super) mod codec;
 #[cfg(test)]

@@ -8,8 +8,15 @@ Every credential produced here is FAKE: random bytes from a seeded RNG shaped
 to the vendor's published format (prefix, length, charset, checksum where the
 format has one). None of them was ever issued by any vendor.
 
-Run: python3 -m venv /tmp/venv && /tmp/venv/bin/pip install mnemonic base58 \
-     cryptography pynacl pycryptodome && /tmp/venv/bin/python gen/build.py
+Its PyPI packages (requirements.txt beside it) are installed into gen/.deps
+by scripts/install-tools.sh. From the repository root:
+
+    PYTHONPATH=tests/corpus/public/gen/.deps python3 tests/corpus/public/gen/build.py
+    PYTHONPATH=tests/corpus/public/gen/.deps python3 tests/corpus/public/gen/build.py --check
+
+The second writes nothing and exits 1 if either file's block is not what
+this script writes. `npm run regen` / `npm run regen:check` run it with the
+other generators (docs/GENERATED.md).
 """
 import base64
 import binascii
@@ -712,7 +719,8 @@ def benign_samples():
 
 
 # ---------------------------------------------------------------- output
-def write_block(path, lines):
+def with_block(path, lines):
+    """The text of `path` with its GENERATED block replaced by `lines`."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if BEGIN in text:
@@ -721,18 +729,34 @@ def write_block(path, lines):
     else:
         head, tail = text.rstrip("\n") + "\n\n", "\n"
     body = BEGIN + "\n" + "\n".join(lines) + "\n" + END
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(head + body + tail)
+    return head + body + tail
 
 
 def main():
+    check = "--check" in sys.argv[1:]
     unsafe = []
     for cat, field, text in vendor_samples() + evidence_samples() + password_samples() + crypto_samples() + hidden_samples():
         unsafe.append(f"{cat}\t{field}\t{escape(text)}")
     benign = [f"{cat}\t{field}\t{escape(text)}" for cat, field, text in benign_samples()]
-    write_block(os.path.join(ROOT, "unsafe.tsv"), unsafe)
-    write_block(os.path.join(ROOT, "benign.tsv"), benign)
-    print(f"generated {len(unsafe)} unsafe and {len(benign)} benign lines")
+    stale = []
+    for name, lines in (("unsafe.tsv", unsafe), ("benign.tsv", benign)):
+        path = os.path.join(ROOT, name)
+        text = with_block(path, lines)
+        with open(path, encoding="utf-8") as f:
+            current = f.read()
+        if check:
+            if current != text:
+                stale.append(name)
+        elif current != text:  # only when changed: tests embed the files
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    if stale:
+        names = " and ".join(f"tests/corpus/public/{n}" for n in stale)
+        print(f"{names}: the GENERATED block is stale: run npm run regen "
+              "(or tests/corpus/public/gen/build.py)", file=sys.stderr)
+        sys.exit(1)
+    verb = "checked" if check else "generated"
+    print(f"{verb} {len(unsafe)} unsafe and {len(benign)} benign lines")
 
 
 if __name__ == "__main__":
