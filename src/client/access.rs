@@ -35,7 +35,11 @@ pub fn is_private(capsule: &Json) -> bool {
 /// One grant to make.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
+    /// The agent being let in; never the capsule's own agent (the owner
+    /// always reads its own capsule, so granting it is refused as a mistake).
     pub reader: AgentId,
+    /// Which documents it may read (at least one; all of them is written as
+    /// the bare-id form when the grant never expires).
     pub scopes: ReadScopes,
     /// Unix ms when it ends (`None`: never); must be after `now_ms`.
     pub expires_ms: Option<u64>,
