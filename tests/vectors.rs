@@ -12,6 +12,8 @@
 //! the files and the list drift apart. Signatures in the files are also
 //! checked by an independent implementation (Node's crypto) in the e2e suite.
 
+mod support;
+
 use self_capsule::core::crypto::{write_digest, AgentKey, PublicKey};
 use self_capsule::core::jcs;
 use self_capsule::core::json::{parse_str, Json};
@@ -23,7 +25,6 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 const RFC8032_SEED: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
-const EXAMPLE: &str = include_str!("vectors/spec_example_capsule.json");
 const NOW_MS: u64 = 1_770_681_600_000;
 
 fn dir() -> PathBuf {
@@ -38,9 +39,7 @@ fn rfc_key() -> AgentKey {
 
 /// The spec's example capsule, owned by the RFC 8032 test key.
 fn base_capsule() -> Value {
-    let mut v: Value = serde_json::from_str(EXAMPLE).unwrap();
-    v["agent_id"] = json!(rfc_key().agent_id().as_str());
-    v
+    support::capsules::example_for(rfc_key().agent_id())
 }
 
 fn to_json(v: &Value) -> Json {
