@@ -2,6 +2,7 @@
 //! files, the signing vector, canonical bytes, and one-line errors with the
 //! documented exit codes. The networked flow is in tests/e2e/cli.test.mjs.
 
+use self_capsule::client::ExitCode;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -139,4 +140,59 @@ fn errors_are_one_line_with_the_documented_exit_codes() {
     );
     assert!(err.contains("exit 4: rejected, fix the payload"), "{err}");
     let _ = std::fs::remove_dir_all(&home);
+}
+
+// ------------------------------------------------------------ the exit codes
+
+/// `--help` ends with the exit-code table `ExitCode` holds: every code, as
+/// the enum explains it (the table is built from it, never typed twice).
+#[test]
+fn help_lists_every_exit_code_of_the_enum() {
+    let home = tmp("help");
+    let out = selfcap(&["--help"], &home);
+    assert_eq!(out.status.code(), Some(ExitCode::Ok.code()));
+    let help = text(&out.stdout);
+    assert!(help.contains(&ExitCode::help()), "{help}");
+    for c in ExitCode::ALL {
+        let first = c.explain().lines().next().unwrap();
+        assert!(
+            help.contains(&format!("  {}  {first}", c.code())),
+            "{c:?} missing from --help"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// docs/CLI.md's exit-code table is the enum's, row for row: the codes in
+/// order, each with what `--help` says of it on one line. When this fails,
+/// paste the table the message prints over the one in the document.
+#[test]
+fn the_cli_doc_lists_the_exit_codes_of_the_enum() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CLI.md")).unwrap();
+    let section = doc
+        .split("\n## Exit codes\n")
+        .nth(1)
+        .expect("docs/CLI.md has an \"## Exit codes\" section");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("| ")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .collect();
+    let want: Vec<String> = ExitCode::ALL
+        .iter()
+        .map(|c| {
+            let meaning: Vec<&str> = c.explain().lines().collect();
+            format!("| {} | {} |", c.code(), meaning.join(" "))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        want,
+        "docs/CLI.md's exit-code table differs from ExitCode; it should read:\n{}",
+        want.join("\n")
+    );
 }

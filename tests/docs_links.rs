@@ -1,6 +1,6 @@
 //! Every relative link in the Markdown documentation resolves: the README,
-//! `docs/*.md`, `clients/README.md`, `benches/README.md` and
-//! `benches/runs/*.md`. A link's path must name an existing file or
+//! `docs/*.md`, `clients/README.md`, `benches/README.md`,
+//! `benches/runs/*.md` and `tests/README.md`. A link's path must name an existing file or
 //! directory of the repository, and a `#anchor` into a Markdown file must
 //! name one of its headings (GitHub's rule: lowercase, spaces to `-`,
 //! punctuation other than `-` and `_` dropped, `-1`, `-2`… on repeats) or an
@@ -23,6 +23,7 @@ fn documents() -> Vec<PathBuf> {
         PathBuf::from("README.md"),
         PathBuf::from("clients/README.md"),
         PathBuf::from("benches/README.md"),
+        PathBuf::from("tests/README.md"),
     ];
     for dir in ["docs", "benches/runs"] {
         let mut found: Vec<PathBuf> = fs::read_dir(root.join(dir))

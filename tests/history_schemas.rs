@@ -14,6 +14,7 @@ use self_capsule::core::json::parse_str;
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::write::{check, AgentState, Signature};
 use serde_json::Value;
+use support::capsules;
 use support::schemas::validator;
 
 const T0: u64 = 1_770_681_600_000;
@@ -42,10 +43,7 @@ fn chain_of(access: impl Fn(u64) -> Option<Value>) -> (Vec<Entry>, HistoryIndex,
     let agent = AgentKey::from_seed(&[3; 32]);
     let service = ServiceKey::from_seed(&[4; 32]);
     let ring = Keyring::new(Some(&service.public_key()), &[]);
-    let text = include_str!("vectors/spec_example_capsule.json")
-        .replace(&"0".repeat(64), agent.agent_id().as_str());
-    let mut capsule: Value = serde_json::from_str(&text).unwrap();
-    capsule["agent_id"] = Value::from(agent.agent_id().as_str());
+    let mut capsule = capsules::example_for(agent.agent_id());
     let mut state = AgentState::default();
     let mut index = None;
     let mut entries = Vec::new();

@@ -10,6 +10,8 @@
 
 mod support;
 
+mod support;
+
 use self_capsule::core::crypto::{write_digest, AgentKey};
 use self_capsule::core::history::export::{ExportBundle, ExportEntry, ExportItem};
 use self_capsule::core::history::{
@@ -49,12 +51,13 @@ fn ring() -> Keyring {
     Keyring::new(Some(&service().public_key()), &[])
 }
 
+/// The agent's minimal capsule with one objective, told apart by its motto.
 fn capsule(motto: &str) -> Json {
-    parse_str(&format!(
-        r#"{{"schema_version":"self_capsule_v0","agent_id":"{}","policy":{{"policy_version":"v0","rehydrate_mode":"strict","deny_external_instructions":true,"deny_tool_instructions_in_text":true,"memory_budget":{{"max_rehydrate_tokens":900,"max_objectives":8}}}},"objectives":[{{"id":"history","status":"in_progress","title":"Keep a verifiable history"}}],"self_motto":"{motto}"}}"#,
-        agent().agent_id()
-    ))
-    .unwrap()
+    let mut c = support::capsules::minimal(agent().agent_id());
+    c["objectives"] =
+        json!([{"id": "history", "status": "in_progress", "title": "Keep a verifiable history"}]);
+    c["self_motto"] = motto.into();
+    to_json(&c)
 }
 
 #[derive(Clone)]

@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use support::capsules;
 use support::schemas::{LocalFiles, ID_BASE};
 
 /// GET/HEAD statuses and reason codes, per route (the last path segments of
@@ -703,9 +704,9 @@ fn key(n: u8) -> AgentKey {
     AgentKey::from_seed(&[n; 32])
 }
 
+/// The spec's example, `k`'s, told apart by its motto.
 fn capsule_for(k: &AgentKey, motto: &str) -> Json {
-    let mut v = load("tests/vectors/spec_example_capsule.json");
-    v["agent_id"] = k.agent_id().as_str().into();
+    let mut v = capsules::example_for(k.agent_id());
     v["self_motto"] = motto.into();
     to_json(&v)
 }
@@ -944,8 +945,7 @@ fn rejections_from_the_core_validate_under_their_documented_status() {
 
 /// A schema-valid, scanner-clean capsule far above the free tier's 4096 bytes.
 fn oversized(k: &AgentKey) -> Json {
-    let mut v = load("tests/vectors/spec_example_capsule.json");
-    v["agent_id"] = k.agent_id().as_str().into();
+    let mut v = capsules::example_for(k.agent_id());
     let values: Vec<String> = (0..20)
         .map(|i| format!("tool-{i:02}-{}", "abcdefgh".repeat(5)))
         .collect();

@@ -18,10 +18,14 @@
 //! Run with `cargo test --test safety_corpus -- --nocapture` to see the
 //! figures and the (informational) timings.
 
+mod support;
+
 use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::safety::{scan, FindingClass};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Instant;
+use support::capsules;
 
 const MALICIOUS: &str = include_str!("corpus/malicious.txt");
 const BENIGN: &str = include_str!("corpus/benign.txt");
@@ -31,50 +35,7 @@ const PUBLIC_BENIGN: &str = include_str!("corpus/public/benign.tsv");
 const MIN_DETECTION: f64 = 0.95;
 const MAX_FALSE_POSITIVES: f64 = 0.02;
 
-/// A clean capsule shaped like the spec example; every `@field@` slot is
-/// replaced by a JSON string (the sample, or the field's clean default).
-const TEMPLATE: &str = r#"{
-  "schema_version": "self_capsule_v0",
-  "agent_id": "3b2f0d7c3a6d5f4c1c8b2a1a9f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e",
-  "policy": {
-    "policy_version": "v0",
-    "rehydrate_mode": "strict",
-    "deny_external_instructions": true,
-    "deny_tool_instructions_in_text": true,
-    "memory_budget": { "max_rehydrate_tokens": 900, "max_objectives": 8 }
-  },
-  "constraints": [
-    { "id": "no-shell", "type": "no_shell", "value": true },
-    { "id": "net-writes", "type": "no_network_writes", "value": [@constraint_value@] },
-    { "id": "allowed-tools", "type": "allowed_tools", "value": [@tool@, "web.read"] },
-    { "id": "allowed-domains", "type": "allowed_domains", "value": [@allowed_domain@, "github.com"] }
-  ],
-  "objectives": [
-    {
-      "id": "obj-1",
-      "status": "in_progress",
-      "priority": "high",
-      "title": @title@,
-      "checkpoint": @checkpoint@
-    }
-  ],
-  "capabilities": {
-    "tool_allowlist": [@tool@, "diffdelta.self.head"],
-    "feature_flags": ["rehydrate_on_start", "poll_head_10m"]
-  },
-  "pointers": {
-    "receipts": [
-      {
-        "name": @receipt_name@,
-        "content_hash": "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-        "evidence_url": @evidence_url@
-      }
-    ]
-  },
-  "self_motto": @motto@
-}"#;
-
-/// (field, clean default) for every slot of the template.
+/// (field, clean default) for every slot of [`capsule_value`].
 const FIELDS: &[(&str, &str)] = &[
     ("title", "Maintain a compact self capsule"),
     ("checkpoint", "Poll head every 10 minutes."),
@@ -98,18 +59,36 @@ struct Sample {
     class: Option<FindingClass>,
 }
 
-fn capsule_text(field: &str, text: &str) -> String {
-    let mut json = TEMPLATE.to_string();
-    for (name, default) in FIELDS {
-        let value = if *name == field { text } else { default };
-        let encoded = serde_json::to_string(value).expect("string encodes");
-        json = json.replace(&format!("@{name}@"), &encoded);
-    }
-    json
+/// The spec's example capsule (support::capsules) made a template: every
+/// slot of [`FIELDS`] holds `text` when it is `field`, else the slot's clean
+/// default. A tool name and a domain stand in lists, a constraint value in
+/// a `no_network_writes` constraint, plus an objective's title and
+/// checkpoint, a receipt's name and URL, and the motto.
+fn capsule_value(field: &str, text: &str) -> Value {
+    let slot = |name: &str| -> Value {
+        let (_, default) = FIELDS.iter().find(|(f, _)| *f == name).expect("a slot");
+        Value::from(if name == field { text } else { default })
+    };
+    let mut v = capsules::example();
+    v["constraints"][1] = json!({
+        "id": "net-writes", "type": "no_network_writes", "value": [slot("constraint_value")]
+    });
+    v["constraints"][2]["value"] = json!([slot("tool"), "web.read"]);
+    v["constraints"][3]["value"] = json!([slot("allowed_domain"), "github.com"]);
+    v["objectives"][0] = json!({
+        "id": "obj-1", "status": "in_progress", "priority": "high",
+        "title": slot("title"), "checkpoint": slot("checkpoint")
+    });
+    v["capabilities"]["tool_allowlist"] = json!([slot("tool"), "diffdelta.self.head"]);
+    let receipt = &mut v["pointers"]["receipts"][0];
+    receipt["name"] = slot("receipt_name");
+    receipt["evidence_url"] = slot("evidence_url");
+    v["self_motto"] = slot("motto");
+    v
 }
 
 fn capsule(field: &str, text: &str) -> Json {
-    parse_str(&capsule_text(field, text)).expect("template with sample parses")
+    parse_str(&capsule_value(field, text).to_string()).expect("template with sample parses")
 }
 
 /// Decodes the corpus escapes: `\u{X..}`, `\t`, `\n`, `\\`.
@@ -215,9 +194,9 @@ fn full_size_capsule(benign: &[Sample]) -> (Json, usize) {
             .collect()
     };
     let (titles, checkpoints) = (pick("title", 120), pick("checkpoint", 200));
-    let objectives: Vec<serde_json::Value> = (0..8)
+    let objectives: Vec<Value> = (0..8)
         .map(|i| {
-            serde_json::json!({
+            json!({
                 "id": format!("obj-{i}"),
                 "status": "open",
                 "title": titles[i * 3 % titles.len()],
@@ -225,9 +204,8 @@ fn full_size_capsule(benign: &[Sample]) -> (Json, usize) {
             })
         })
         .collect();
-    let mut value: serde_json::Value =
-        serde_json::from_str(&capsule_text("title", FIELDS[0].1)).expect("template");
-    value["objectives"] = serde_json::Value::Array(objectives);
+    let mut value = capsule_value("title", FIELDS[0].1);
+    value["objectives"] = Value::Array(objectives);
     let text = value.to_string();
     (parse_str(&text).expect("parses"), text.len())
 }

@@ -216,8 +216,7 @@ fn mutate(rng: &mut Lcg, mut v: Value) -> Value {
 #[test]
 fn random_mutations_agree() {
     let schema = validator("capsule.schema.json");
-    let base: Value =
-        serde_json::from_str(include_str!("vectors/spec_example_capsule.json")).unwrap();
+    let base = support::capsules::example();
     let mut watch_base = base.clone();
     watch_base["watch"] = json!({"tags": ["rust"], "sources": ["nvd"], "stacks": ["serde"]});
     // Every field the public deployment's clients write, from the vectors.

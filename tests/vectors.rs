@@ -26,7 +26,6 @@ use std::path::PathBuf;
 use support::generated::check_or_write;
 
 const RFC8032_SEED: &str = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
-const EXAMPLE: &str = include_str!("vectors/spec_example_capsule.json");
 const NOW_MS: u64 = 1_770_681_600_000;
 
 fn dir() -> PathBuf {
@@ -41,9 +40,7 @@ fn rfc_key() -> AgentKey {
 
 /// The spec's example capsule, owned by the RFC 8032 test key.
 fn base_capsule() -> Value {
-    let mut v: Value = serde_json::from_str(EXAMPLE).unwrap();
-    v["agent_id"] = json!(rfc_key().agent_id().as_str());
-    v
+    support::capsules::example_for(rfc_key().agent_id())
 }
 
 fn to_json(v: &Value) -> Json {

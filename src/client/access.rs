@@ -35,7 +35,11 @@ pub fn is_private(capsule: &Json) -> bool {
 /// One grant to make.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
+    /// The agent being let in; never the capsule's own agent (the owner
+    /// always reads its own capsule, so granting it is refused as a mistake).
     pub reader: AgentId,
+    /// Which documents it may read (at least one; all of them is written as
+    /// the bare-id form when the grant never expires).
     pub scopes: ReadScopes,
     /// Unix ms when it ends (`None`: never); must be after `now_ms`.
     pub expires_ms: Option<u64>,
@@ -268,6 +272,7 @@ mod tests {
     use super::*;
     use crate::core::jcs;
     use crate::core::json;
+    use crate::core::testing;
     use crate::core::validate::validate_capsule;
 
     const NOW: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
@@ -281,6 +286,8 @@ mod tests {
         AgentId::parse(&c.to_string().repeat(64)).unwrap()
     }
 
+    /// What `selfcap template` gives the owner: the capsule an operator
+    /// runs `grant` and `visibility` on.
     fn capsule() -> Json {
         super::super::writes::template(&owner())
     }
@@ -432,11 +439,11 @@ mod tests {
 
     #[test]
     fn a_missing_public_member_is_filled_in_and_malformed_ones_refused() {
-        let text = format!(
-            r#"{{"schema_version":"self_capsule_v0","agent_id":"{}","access_control":{{"authorized_readers":[]}}}}"#,
-            owner()
+        let c = testing::with(
+            testing::minimal(owner()),
+            ACCESS_CONTROL,
+            testing::json(r#"{"authorized_readers":[]}"#),
         );
-        let c = json::parse_str(&text).unwrap();
         assert!(!is_private(&c));
         let v = set_visibility(&c, false).unwrap();
         assert_eq!(ac(&v), r#"{"authorized_readers":[],"public":false}"#);

@@ -48,7 +48,11 @@ impl Default for BackoffPolicy {
 pub enum Outcome {
     /// An HTTP answer, with the wait the service asked for, if any.
     Status {
+        /// The HTTP status code: it alone decides final, retry or give up.
         status: u16,
+        /// The wait the answer asked for (`retry_after_sec` or
+        /// `Retry-After`), which a 429 is retried after exactly and a 5xx
+        /// never sooner than.
         retry_after: Option<Duration>,
     },
     /// No HTTP answer (connect, TLS, timeout, reset).

@@ -1,5 +1,10 @@
 //! Client errors and the CLI's exit codes: one code per kind of outcome, so a
 //! script can branch on `$?` without parsing text.
+//!
+//! [`ExitCode`] is the one table of exit codes: every `selfcap` command
+//! exits through it ([`Error::exit_code`] for a failure), `--help` prints
+//! [`ExitCode::help`], and docs/CLI.md's table is checked against it
+//! (tests/cli.rs).
 
 use super::wire::Rejected;
 use crate::core::reason::Class;
@@ -54,11 +59,13 @@ impl ExitCode {
         ExitCode::ClaimLater,
     ];
 
+    /// The number the process exits with.
     pub const fn code(self) -> i32 {
         self as i32
     }
 
-    /// One line for `--help` and error output.
+    /// One line for error output: the last line of a rejection's report
+    /// (`exit 5: rejected, back off ...`).
     pub const fn describe(self) -> &'static str {
         match self {
             ExitCode::Ok => "success (also: head unchanged, publish with nothing to send)",
@@ -82,6 +89,60 @@ impl ExitCode {
                 "payment not verifiable now (provider outage): safe, claim it later as printed"
             }
         }
+    }
+
+    /// What the code means for someone scripting `selfcap`, as `--help`
+    /// prints it: the kinds of failure it covers and what to do. A long one
+    /// is broken into lines for the help (see [`ExitCode::help`]); docs/CLI.md
+    /// joins them into one table cell.
+    pub const fn explain(self) -> &'static str {
+        match self {
+            ExitCode::Ok => "success (also: head \"unchanged\", publish with nothing to send)",
+            ExitCode::Local => {
+                "local error: bad file or JSON, bad key file, no identity, no service URL"
+            }
+            ExitCode::Usage => "usage error",
+            ExitCode::Unavailable => {
+                "service unreachable or failing after retries (network, 5xx, protocol)"
+            }
+            ExitCode::FixPayload => {
+                "write rejected: fix the payload (class fix_payload: schema, unsafe_content,
+replay_seq, capsule_too_large, ...; also the local pre-check, nothing sent)"
+            }
+            ExitCode::BackOff => {
+                "write rejected: back off until next_write_at (class back_off: quota, cooldown)"
+            }
+            ExitCode::Signature => {
+                "write rejected: signature problem (class signature): check key and signing;
+also a signed read refused (read_signature_*: check the key and the clock)"
+            }
+            ExitCode::NotFound => {
+                "not found: no capsule published for that agent (or it is private and this
+identity is not granted that read)"
+            }
+            ExitCode::Unverified => "verification failed",
+            ExitCode::ClaimLater => {
+                "upgrade: the service could not verify the payment on-chain within
+--provider-timeout (payment_provider_unavailable); nothing was credited, the
+payment is safe, and the message gives the command that claims it later"
+            }
+        }
+    }
+
+    /// The `Exit codes:` block of `selfcap --help` (and of `put` and
+    /// `publish`): every code with its [`ExitCode::explain`], continuation
+    /// lines indented under the text.
+    pub fn help() -> String {
+        let mut out = String::from("Exit codes:");
+        for c in ExitCode::ALL {
+            let mut lines = c.explain().lines();
+            out.push_str(&format!("\n  {}  {}", c.code(), lines.next().unwrap_or("")));
+            for more in lines {
+                out.push_str("\n     ");
+                out.push_str(more);
+            }
+        }
+        out
     }
 
     /// The exit code for a rejection of the given class.
@@ -121,6 +182,8 @@ pub enum Error {
 }
 
 impl Error {
+    /// The exit code this failure ends a command with: the kind of error,
+    /// or for a rejection its reason codes' class.
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Local(_) => ExitCode::Local,
@@ -170,6 +233,17 @@ mod tests {
         for (i, c) in ExitCode::ALL.iter().enumerate() {
             assert_eq!(c.code(), i as i32);
         }
+    }
+
+    #[test]
+    fn the_help_block_lists_every_code_in_order() {
+        let help = ExitCode::help();
+        let numbered: Vec<i32> = help
+            .lines()
+            .filter_map(|l| l.strip_prefix("  ")?.split("  ").next()?.parse().ok())
+            .collect();
+        let all: Vec<i32> = ExitCode::ALL.iter().map(|c| c.code()).collect();
+        assert_eq!(numbered, all, "{help}");
     }
 
     #[test]

@@ -15,13 +15,19 @@ use std::time::Duration;
 /// A retry about to happen (for progress output).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetryNote {
+    /// The HTTP method being retried (a `PUT` retry is not a second write:
+    /// the same signed envelope is resent).
     pub method: &'static str,
+    /// The absolute URL being retried.
     pub url: String,
     /// The attempt that just failed (1-based) and the total allowed.
     pub attempt: u32,
+    /// [`BackoffPolicy::max_attempts`] of the policy in force.
     pub max_attempts: u32,
     /// "HTTP 503" or the network error.
     pub reason: String,
+    /// How long the client sleeps before the next attempt (jitter not
+    /// included: it is added by the sleeper).
     pub wait: Duration,
 }
 
@@ -31,10 +37,13 @@ impl Client {
         Ok(format!("{}{}", self.base_url()?, doc.path(agent.as_str())))
     }
 
+    /// `agent`'s head.json: the small document every poll and conditional
+    /// read starts from.
     pub fn head_url(&self, agent: &AgentId) -> Result<String, Error> {
         self.doc_url(agent, Doc::Head)
     }
 
+    /// `agent`'s capsule.json: the current capsule itself.
     pub fn capsule_url(&self, agent: &AgentId) -> Result<String, Error> {
         self.doc_url(agent, Doc::Capsule)
     }

@@ -9,11 +9,18 @@ use std::time::Duration;
 /// export bodies are bigger but bounded by the retention caps).
 pub const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// One HTTP request as the client builds it: plain data, so a test can
+/// compare what would be sent without a network.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// `GET`, `PUT` or `POST` (the only methods the service routes).
     pub method: &'static str,
+    /// The absolute URL, query included.
     pub url: String,
+    /// Header names in lower case ([`Request::header`] lowers them), in the
+    /// order they are sent.
     pub headers: Vec<(String, String)>,
+    /// The body bytes, sent exactly as given (`None`: no body).
     pub body: Option<Vec<u8>>,
     /// Sign it as a read (docs/PROTOCOL.md §12) before sending. The
     /// signature is added per attempt by `Client::exchange`, never stored
@@ -22,6 +29,7 @@ pub struct Request {
 }
 
 impl Request {
+    /// A bodiless `GET` of `url`, unsigned.
     pub fn get(url: impl Into<String>) -> Request {
         Request {
             method: "GET",
@@ -32,6 +40,9 @@ impl Request {
         }
     }
 
+    /// A request carrying a JSON `body` (already serialised: a signed
+    /// envelope's bytes must reach the service as they were signed), with
+    /// its `content-type`.
     pub fn json(method: &'static str, url: impl Into<String>, body: Vec<u8>) -> Request {
         Request {
             method,
@@ -42,6 +53,8 @@ impl Request {
         }
     }
 
+    /// The same request with one more header, its name lowered so lookups
+    /// and the read signature's covered components agree on the spelling.
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Request {
         self.headers.push((name.to_ascii_lowercase(), value.into()));
         self
@@ -54,15 +67,20 @@ impl Request {
     }
 }
 
+/// One HTTP answer, whatever its status: deciding what a 4xx or 5xx means
+/// is the retry policy's job, not the transport's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
+    /// The HTTP status code.
     pub status: u16,
     /// Header names in lower case.
     pub headers: Vec<(String, String)>,
+    /// The whole body, at most [`MAX_RESPONSE_BYTES`].
     pub body: Vec<u8>,
 }
 
 impl Response {
+    /// The first value of header `name`, matched case-insensitively.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -98,7 +116,12 @@ impl Response {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportError {
     /// The request could not even be built (e.g. a malformed URL).
-    BadRequest { url: String, detail: String },
+    BadRequest {
+        /// The URL the request was for.
+        url: String,
+        /// What the HTTP library objected to.
+        detail: String,
+    },
     /// No complete answer within the timeout.
     Timeout(String),
     /// Connection, TLS or I/O failure (refused, reset, DNS, …).
@@ -123,6 +146,8 @@ impl std::error::Error for TransportError {}
 /// Every HTTP status, 4xx and 5xx included, is `Ok`: what a status means is
 /// the retry policy's call, not the transport's.
 pub trait Transport {
+    /// Sends `req` once (no retries: the retry loop is `Client`'s) and reads
+    /// the whole answer.
     fn send(&self, req: &Request) -> Result<Response, TransportError>;
 }
 
@@ -132,6 +157,9 @@ pub struct UreqTransport {
 }
 
 impl UreqTransport {
+    /// A transport whose every request (connect, send and the whole body)
+    /// must finish within `timeout`; any HTTP status is an answer, not an
+    /// error.
     pub fn new(timeout: Duration) -> UreqTransport {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)

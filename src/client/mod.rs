@@ -24,10 +24,12 @@
 //! | [`http`] | the transport seam ([`http::Transport`]; [`http::UreqTransport`]) |
 //! | [`wire`] | the service's response bodies |
 //! | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
-//! | [`mcp`] | the local MCP tools' work (`selfcap mcp`): each tool over the state directory, local first ([`mcp::ToolHost`]) |
+//! | [`mcp`] | the local MCP tools' work (`selfcap mcp`): each tool over the state directory, local first ([`mcp::ToolHost`]; its own table lists its modules) |
 //! | [`import`] | importing the public MCP server's identity file (`~/.diffdelta/identity.json`) |
 //! | [`watch`] | `selfcap watch`: following an agent's head over a WebSocket or long-poll ([`Client::watch`]; its own table lists its modules) |
 //! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
+
+#![warn(missing_docs)]
 
 pub mod access;
 pub mod backoff;
@@ -110,11 +112,15 @@ impl Client {
         self
     }
 
+    /// Replaces the retry policy (the CLI's `--retries` and `--wait`; tests
+    /// pass [`BackoffPolicy::no_retries`] or short delays).
     pub fn with_policy(mut self, policy: BackoffPolicy) -> Client {
         self.policy = policy;
         self
     }
 
+    /// Replaces the HTTP transport: another timeout for the CLI, a
+    /// scripted fake for the unit tests (no network needed).
     pub fn with_transport(mut self, t: Box<dyn Transport>) -> Client {
         self.transport = t;
         self
@@ -126,23 +132,33 @@ impl Client {
         self
     }
 
+    /// Calls `f` before every retry, so a long wait is never silent (the
+    /// CLI prints a progress line on stderr).
     pub fn on_retry(mut self, f: RetryObserver) -> Client {
         self.on_retry = Some(f);
         self
     }
 
+    /// The identity's state directory, for what the client methods do not
+    /// cover (status, pending writes, the files the CLI prints).
     pub fn state(&self) -> &StateDir {
         &self.state
     }
 
+    /// The retry policy in force (a caller with a bound of its own, like
+    /// `watch`, derives its policy from it).
     pub fn policy(&self) -> &BackoffPolicy {
         &self.policy
     }
 
+    /// The identity's signing key, read from the key file on each call (it
+    /// is never kept in the client).
     pub fn key(&self) -> Result<AgentKey, Error> {
         self.state.load_key()
     }
 
+    /// This identity's agent id, derived from its key (fails without an
+    /// identity, like [`Client::key`]).
     pub fn agent_id(&self) -> Result<AgentId, Error> {
         Ok(self.key()?.agent_id())
     }

@@ -22,16 +22,27 @@ use crate::core::urls::{Doc, BOOTSTRAP_PATH};
 #[allow(clippy::large_enum_variant)]
 pub enum HeadOutcome {
     /// 304: the cursor is still the stored ETag's.
-    Unchanged { etag: String },
+    Unchanged {
+        /// The ETag asked with (the cursor's hex), still current.
+        etag: String,
+    },
     /// 200: a head (new, or seen for the first time).
-    Changed { head: Head },
+    Changed {
+        /// The head as the service sent it, already checked to be the
+        /// asked agent's.
+        head: Head,
+    },
 }
 
 /// A fetched capsule: the exact body (`JCS(capsule)`) and its cursor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fetched {
+    /// The body exactly as served: the capsule's RFC 8785 bytes, which is
+    /// what the agent signed (`selfcap get --json` prints these bytes).
     pub body: Vec<u8>,
+    /// The body parsed.
     pub capsule: Json,
+    /// `sha256:<hex>` of the body, matched against the ETag when there is one.
     pub cursor: String,
 }
 

@@ -15,10 +15,16 @@ use crate::core::validate;
 /// The result of local-first rehydration.
 #[derive(Debug, Clone)]
 pub struct Rehydrated {
+    /// How the local copy and the service's compared (`LocalOnly` when the
+    /// service could not be asked), reported so a surprise can be explained.
     pub resolution: Resolution,
+    /// Whose copy won; it is now stored locally as the last accepted write.
     pub side: Side,
+    /// The winning copy's seq.
     pub seq: u64,
+    /// The winning copy's cursor (`sha256:<hex>`).
     pub cursor: String,
+    /// The winning capsule as JSON (what `rehydrate --json` prints).
     pub capsule: Json,
     /// The typed, validated capsule (what the renderer takes).
     pub typed: Capsule,

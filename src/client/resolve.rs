@@ -11,7 +11,9 @@
 /// One side's claim: the seq and cursor of its last accepted write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Version<'a> {
+    /// The higher seq is the newer state: the service never rolls back.
     pub seq: u64,
+    /// Compared only when the seqs are equal, to spot a diverged local copy.
     pub cursor: &'a str,
 }
 
@@ -37,7 +39,9 @@ pub enum Resolution {
 /// Which copy to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
+    /// `published.json`, the local record of the last accepted write.
     Local,
+    /// The service's current capsule (capsule.json).
     Server,
 }
 
@@ -54,6 +58,8 @@ impl Resolution {
         }
     }
 
+    /// The snake_case name the CLI prints (`selfcap rehydrate`'s progress
+    /// line).
     pub fn as_str(self) -> &'static str {
         match self {
             Resolution::Nothing => "nothing",

@@ -35,21 +35,44 @@ use std::fs;
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
+// The file names of the layout above. They are a contract: scripts, the
+// e2e tests and a second machine's copy of the directory rely on them.
+
+/// The Ed25519 secret seed (64 hex characters, mode 0600). Its presence is
+/// what makes a directory an identity.
 pub const KEY_FILE: &str = "key";
+/// `{"agent_id", "public_key"}`: the public half, checked against the key
+/// on every load so a key copied into the wrong directory is refused.
 pub const IDENTITY_FILE: &str = "identity.json";
+/// The service's URLs as `bootstrap` returned them ([`Service`]).
 pub const SERVICE_FILE: &str = "service.json";
+/// The desired capsule: the one file an operator edits by hand.
 pub const DESIRED_FILE: &str = "capsule.json";
+/// The last accepted write ([`Published`]): what rehydration falls back on
+/// offline, and what "dirty" is measured against.
 pub const PUBLISHED_FILE: &str = "published.json";
+/// The last head seen and its ETag ([`HeadCache`]), for conditional reads
+/// and the tier `status` reports.
 pub const HEAD_FILE: &str = "head.json";
+/// The highest seq ever signed here ([`Signed`]), so one seq never signs two
+/// different capsules.
 pub const SIGNED_FILE: &str = "signed.json";
+/// Why `capsule.json` is not published yet ([`Pending`]).
 pub const PENDING_FILE: &str = "pending.json";
 
 /// Where the service lives for this identity (from `bootstrap`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Service {
+    /// The URL every request is built from (no trailing slash); `--url`
+    /// overrides it for one command.
     pub base_url: String,
+    /// This identity's head.json as the service spelled it (kept for
+    /// people reading the file; requests are built from `base_url`).
     pub head_url: String,
+    /// This identity's capsule.json, likewise.
     pub capsule_url: String,
+    /// The tier limits bootstrap reported, kept as sent (the service's
+    /// shape, not interpreted by the client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<serde_json::Value>,
 }
@@ -57,8 +80,12 @@ pub struct Service {
 /// The last write the service accepted, as recorded locally.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Published {
+    /// The accepted seq: the next write signs above it.
     pub seq: u64,
+    /// `sha256:<hex>` of the capsule's RFC 8785 bytes; recomputed on load,
+    /// so a hand-edited copy is refused.
     pub cursor: String,
+    /// The capsule exactly as accepted.
     pub capsule: Json,
     /// When this copy was recorded (the service's `generated_at` when known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +95,10 @@ pub struct Published {
 /// The last head seen, with the ETag to revalidate it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadCache {
+    /// The cursor's hex, sent as `If-None-Match` so an unchanged head costs
+    /// a 304 and no body.
     pub etag: String,
+    /// The head itself (`None` in a file written before heads were kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<Head>,
 }
@@ -76,6 +106,7 @@ pub struct HeadCache {
 /// The last envelope signed with this key from this directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signed {
+    /// The highest seq signed; the next new capsule signs above it.
     pub seq: u64,
     /// The cursor of the capsule it carried.
     pub cursor: String,
@@ -90,8 +121,11 @@ pub struct Pending {
     pub at: String,
     /// `write_rejected` (with `reason_codes`) or `service_unavailable`.
     pub error: String,
+    /// The service's (or the local pre-check's) reason codes for a
+    /// rejection; empty when the service was unreachable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reason_codes: Vec<String>,
+    /// The rejection's detail or the network error, for the agent to read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// For a back-off rejection: when a write is allowed again.
@@ -103,7 +137,10 @@ pub struct Pending {
 /// `home/<agent>` (the only identity in `home` when no agent is named).
 #[derive(Debug, Clone, Default)]
 pub struct Location {
+    /// The identities' home (`SELFCAP_HOME`); `None`: `$HOME/.selfcap`.
     pub home: Option<PathBuf>,
+    /// One identity's directory given outright (`--state-dir`); `home` and
+    /// `agent` are then not consulted.
     pub state_dir: Option<PathBuf>,
     /// An agent id or a unique prefix of one.
     pub agent: Option<String>,
@@ -176,14 +213,17 @@ pub struct StateDir {
 }
 
 impl StateDir {
+    /// The directory at `root`; nothing is read or created until used.
     pub fn new(root: impl Into<PathBuf>) -> StateDir {
         StateDir { root: root.into() }
     }
 
+    /// The directory itself (for messages and `selfcap status`).
     pub fn path(&self) -> &Path {
         &self.root
     }
 
+    /// The path of one of its files (`KEY_FILE`, …).
     pub fn file(&self, name: &str) -> PathBuf {
         self.root.join(name)
     }
@@ -273,10 +313,12 @@ impl StateDir {
         Ok(key)
     }
 
+    /// The stored service URLs, if `bootstrap` ran here.
     pub fn service(&self) -> Result<Option<Service>, Error> {
         self.read_json(SERVICE_FILE)
     }
 
+    /// Records the service URLs (atomically, as every write here).
     pub fn save_service(&self, s: &Service) -> Result<(), Error> {
         self.write_json(SERVICE_FILE, s)
     }
@@ -297,6 +339,8 @@ impl StateDir {
         Ok(Some(p))
     }
 
+    /// Records an accepted write; from now on the desired capsule is dirty
+    /// only if it differs from this one.
     pub fn save_published(&self, p: &Published) -> Result<(), Error> {
         self.write_json(PUBLISHED_FILE, p)
     }
@@ -311,18 +355,23 @@ impl StateDir {
         }
     }
 
+    /// Replaces the desired capsule (pretty-printed: it is the file people
+    /// edit; its cursor is what counts, not its formatting).
     pub fn save_desired(&self, capsule: &Json) -> Result<(), Error> {
         self.write_json(DESIRED_FILE, capsule)
     }
 
+    /// The last head seen, if any.
     pub fn head_cache(&self) -> Result<Option<HeadCache>, Error> {
         self.read_json(HEAD_FILE)
     }
 
+    /// Records a head and its ETag.
     pub fn save_head_cache(&self, h: &HeadCache) -> Result<(), Error> {
         self.write_json(HEAD_FILE, h)
     }
 
+    /// The highest seq signed here, if any (see [`StateDir::note_signed`]).
     pub fn signed(&self) -> Result<Option<Signed>, Error> {
         self.read_json(SIGNED_FILE)
     }
@@ -341,10 +390,12 @@ impl StateDir {
         )
     }
 
+    /// The last failed attempt to publish the desired capsule, if any.
     pub fn pending(&self) -> Result<Option<Pending>, Error> {
         self.read_json(PENDING_FILE)
     }
 
+    /// Records why the desired capsule is not published yet.
     pub fn save_pending(&self, p: &Pending) -> Result<(), Error> {
         self.write_json(PENDING_FILE, p)
     }

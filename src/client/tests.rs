@@ -10,6 +10,7 @@ use crate::core::jcs::{self, cursor_hex};
 use crate::core::json::Json;
 use crate::core::limits::TierTable;
 use crate::core::read_auth;
+use crate::core::testing;
 use crate::core::write::{self as core_write, AgentState};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -261,12 +262,10 @@ impl Rig {
             .with_sleeper(Box::new(move |d| slept.borrow_mut().push(d)))
     }
 
+    /// `selfcap template`'s capsule for this identity, told apart by its
+    /// motto.
     fn capsule(&self, title: &str) -> Json {
-        let mut c = template(&self.key.agent_id());
-        if let Json::Object(entries) = &mut c {
-            entries.push(("self_motto".into(), Json::from(title)));
-        }
-        c
+        testing::with(template(&self.key.agent_id()), "self_motto", title)
     }
 
     fn requests(&self) -> Vec<(String, String)> {

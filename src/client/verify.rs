@@ -13,6 +13,8 @@ use std::fmt;
 /// A keys document that is not a usable keyring: every problem found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyringError {
+    /// One line per problem, all of them (not just the first), so one edit
+    /// of the keys file can fix everything.
     pub problems: Vec<String>,
 }
 

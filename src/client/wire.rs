@@ -13,10 +13,16 @@ pub use crate::core::write::AcceptedBody as Accepted;
 /// The bootstrap answer (the parts a client stores).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bootstrap {
+    /// The agent id the service derived from the public key sent; the
+    /// client refuses an answer naming another.
     pub agent_id: String,
+    /// The public key echoed back (hex), checked the same way.
     pub public_key: String,
+    /// Where this agent's head.json lives.
     pub head_url: String,
+    /// Where this agent's capsule.json lives.
     pub capsule_url: String,
+    /// The tier limits, in the service's own shape (stored, not interpreted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<serde_json::Value>,
 }
@@ -28,17 +34,26 @@ pub struct Rejected {
     /// HTTP status (for a local pre-check: the status the service would use).
     #[serde(default)]
     pub status: u16,
+    /// Every reason the write was refused (wire names, as the service
+    /// sent them: a code this client does not know is kept, not dropped).
     pub reason_codes: Vec<String>,
+    /// One human-readable line about the refusal.
     #[serde(default)]
     pub detail: Option<String>,
+    /// How long to wait before writing again (back-off rejections).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_sec: Option<u64>,
+    /// When a write is allowed again (RFC 3339; back-off rejections).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_write_at: Option<String>,
+    /// The safety scanner's findings (`unsafe_content`): where, which rule,
+    /// never the offending text itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<serde_json::Value>,
+    /// The size limit that was exceeded (`capsule_too_large` and friends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
+    /// The size that exceeded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_bytes: Option<u64>,
     /// True when the client refused the write itself and sent nothing.

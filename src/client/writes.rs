@@ -21,6 +21,7 @@ use crate::core::write::check_capsule;
 /// An accepted write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PutResult {
+    /// The service's accepted-write body (seq, cursor, the quota left).
     pub accepted: Accepted,
     /// True when the answer was lost (network error or 5xx) and the write
     /// was confirmed from head.json instead.
@@ -43,21 +44,31 @@ pub struct PutOptions {
 pub enum PublishOutcome {
     /// The desired capsule equals the last accepted one: nothing sent.
     Clean {
+        /// The seq of the last accepted write, which it equals.
         seq: u64,
+        /// Its cursor.
         cursor: String,
     },
+    /// It differed (or `force`): signed, sent and accepted.
     Published(PutResult),
 }
 
 /// The local picture (no network).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Status {
+    /// This identity's agent id.
     pub agent_id: String,
+    /// Its public key (hex).
     pub public_key: String,
+    /// The state directory, so the operator knows which files are meant.
     pub state_dir: String,
+    /// The service URL in use (`None`: not bootstrapped, and no `--url`).
     pub base_url: Option<String>,
+    /// The seq of the last accepted write (`None`: nothing published).
     pub published_seq: Option<u64>,
+    /// Its cursor.
     pub published_cursor: Option<String>,
+    /// The cursor of capsule.json (`None`: no desired capsule yet).
     pub desired_cursor: Option<String>,
     /// The desired capsule differs from the last accepted one.
     pub dirty: bool,

@@ -129,6 +129,7 @@ pub fn decide(
 mod tests {
     use super::*;
     use crate::core::json::parse_str;
+    use crate::core::testing;
 
     const OWNER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -137,11 +138,9 @@ mod tests {
     // 2026-01-01T00:00:00Z
     const NOW: u64 = 1_767_225_600_000;
 
+    /// OWNER's minimal capsule with `ac` (JSON text) as its `access_control`.
     fn capsule(ac: &str) -> Json {
-        parse_str(&format!(
-            r#"{{"agent_id":"{OWNER}","access_control":{ac}}}"#
-        ))
-        .unwrap()
+        testing::with(testing::minimal(OWNER), "access_control", testing::json(ac))
     }
 
     #[test]

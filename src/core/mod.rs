@@ -27,6 +27,9 @@
 //! | MCP tools: catalogue, arguments, patches  | [`mcp`]     |
 //! | rehydration prompt rendering              | [`render`]  |
 //! | push on change: watch caps, close codes, long-poll `wait` | [`watch`] |
+//!
+//! The unit tests build their capsules with `testing` (compiled for them
+//! only): the spec's example, or the minimal capsule, and one member set.
 
 #![warn(missing_docs)]
 
@@ -54,3 +57,6 @@ pub mod urls;
 pub mod validate;
 pub mod watch;
 pub mod write;
+
+#[cfg(test)]
+pub(crate) mod testing;

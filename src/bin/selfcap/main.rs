@@ -63,24 +63,6 @@ mod cli {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    const EXIT_CODES: &str = "\
-Exit codes:
-  0  success (also: head \"unchanged\", publish with nothing to send)
-  1  local error: bad file or JSON, bad key file, no identity, no service URL
-  2  usage error
-  3  service unreachable or failing after retries (network, 5xx, protocol)
-  4  write rejected: fix the payload (class fix_payload: schema, unsafe_content,
-     replay_seq, capsule_too_large, ...; also the local pre-check, nothing sent)
-  5  write rejected: back off until next_write_at (class back_off: quota, cooldown)
-  6  write rejected: signature problem (class signature): check key and signing;
-     also a signed read refused (read_signature_*: check the key and the clock)
-  7  not found: no capsule published for that agent (or it is private and this
-     identity is not granted that read)
-  8  verification failed
-  9  upgrade: the service could not verify the payment on-chain within
-     --provider-timeout (payment_provider_unavailable); nothing was credited, the
-     payment is safe, and the message gives the command that claims it later";
-
     const ABOUT: &str = "Client for Self Capsule: keys, signing, publishing and \
 local-first rehydration of an agent's signed self capsule.";
 
@@ -119,7 +101,7 @@ For LLM agents: `selfcap mcp` serves these tools over MCP (stdio); see its --hel
         version,
         about = ABOUT,
         long_about = LONG_ABOUT,
-        after_help = EXIT_CODES,
+        after_help = ExitCode::help(),
         propagate_version = true
     )]
     struct Cli {
@@ -258,7 +240,7 @@ never reused for a different capsule."
             no_precheck: bool,
         },
         /// Sign a capsule with the next seq and PUT it; record it locally when accepted.
-        #[command(after_help = EXIT_CODES)]
+        #[command(after_help = ExitCode::help())]
         Put {
             /// The capsule ("-": stdin).
             file: PathBuf,
@@ -268,7 +250,7 @@ never reused for a different capsule."
             out: JsonOut,
         },
         /// Publish the desired capsule (capsule.json) if it differs from the last accepted one.
-        #[command(after_help = EXIT_CODES)]
+        #[command(after_help = ExitCode::help())]
         Publish {
             /// Publish even when nothing changed (spends a write).
             #[arg(long)]
@@ -403,12 +385,12 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
             Err(e) => {
                 // --help and --version are "errors" printed to stdout: exit 0.
                 let code = if e.use_stderr() {
-                    ExitCode::Usage.code()
+                    ExitCode::Usage
                 } else {
-                    0
+                    ExitCode::Ok
                 };
                 let _ = e.print();
-                return code;
+                return code.code();
             }
         };
         print::exit_code(run(cli))

@@ -61,6 +61,8 @@ pub struct Payment {
 /// A transaction of this invoice that moved nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Abandoned {
+    /// The transaction's hash, kept so a re-run never waits for it again
+    /// (and an operator can look it up).
     pub tx_hash: String,
     /// `reverted` or `dropped` (its nonce was used by another transaction).
     pub why: String,
@@ -69,8 +71,12 @@ pub struct Abandoned {
 /// A claim refused for good (class `request`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failure {
+    /// The HTTP status of the refusal.
     pub status: u16,
+    /// The reason code (`payment_underpaid`, `invoice_expired`, …) that
+    /// says why resending the claim cannot help.
     pub code: String,
+    /// The service's detail, if it gave one.
     #[serde(default)]
     pub detail: String,
 }

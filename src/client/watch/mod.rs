@@ -71,11 +71,21 @@ pub enum Note {
     /// Connected (WebSocket), or polling (long-poll).
     Watching(Channel),
     /// Going on after `wait` (never zero): why the last attempt ended.
-    Retrying { why: String, wait: Duration },
+    Retrying {
+        /// What ended it (a close, an error, a refusal), in words.
+        why: String,
+        /// The backoff before the next attempt.
+        wait: Duration,
+    },
     /// Reads are signed from now on (asked again at once): why.
     Signing(String),
     /// Moving to the other channel: why.
-    Switching { to: Channel, why: String },
+    Switching {
+        /// The channel watched from now on.
+        to: Channel,
+        /// What made the current one unusable (or the other worth another try).
+        why: String,
+    },
     /// A frame or answer that is not a head of the agent, skipped.
     Skipped(String),
 }
@@ -108,11 +118,15 @@ impl fmt::Display for Note {
 /// The watch's surroundings: how to open sockets, the time, and where
 /// heads and notes go.
 pub struct WatchIo<'a> {
+    /// Opens WebSockets (the real one over tungstenite and rustls; tests
+    /// pass a scripted fake).
     pub connector: &'a dyn Connector,
     /// Monotonic time since any fixed start (tests pass a fake).
     pub clock: &'a dyn Fn() -> Duration,
     /// Each new head, in order; `Break` ends the watch (`Ok`).
     pub on_head: &'a mut dyn FnMut(&WatchedHead) -> ControlFlow<()>,
+    /// Each progress [`Note`] (the CLI prints them on stderr, as
+    /// `selfcap: ` lines, so stdout stays one head per line).
     pub on_note: &'a dyn Fn(&Note),
 }
 

@@ -65,13 +65,24 @@ pub enum ChannelChoice {
 pub enum WsEnd {
     /// The upgrade was answered with another status than 101.
     Refused {
+        /// The HTTP status: a 404 or 401 may end the watch (see the module
+        /// docs); anything else sends `auto` to long-poll.
         status: u16,
         /// The JSON body's `error`.
         code: Option<String>,
+        /// The wait the answer asked for (`retry_after_sec` or
+        /// `Retry-After`), if any.
         retry_after: Option<Duration>,
     },
     /// The server closed the connection with this code (`None`: no code).
-    Closed { code: Option<u16>, reason: String },
+    Closed {
+        /// The close code; the service's own are
+        /// [`crate::core::watch::Close`]'s (4404 not readable, 4429 too many
+        /// watchers), anything else is reconnected after a backoff.
+        code: Option<u16>,
+        /// The close frame's reason text, for the progress note.
+        reason: String,
+    },
     /// No connection, or it broke (network, TLS, timeout, no pong).
     Lost(String),
 }
@@ -82,7 +93,10 @@ pub enum PollEnd {
     /// 200 (a head) or 304: the next round starts after `pace` (non-zero
     /// only for a server that does not hold requests, see `longpoll::Pacer`:
     /// do not poll it in a tight loop).
-    Answered { pace: Duration },
+    Answered {
+        /// The least time before the next round.
+        pace: Duration,
+    },
     /// `404 capsule_not_found` after the whole wait: nothing published yet.
     NothingYet,
     /// `404 capsule_not_found` at once, or after a head was seen: not
@@ -91,7 +105,10 @@ pub enum PollEnd {
     /// `401 read_signature_*`.
     SignatureRefused,
     /// 429: wait at least `retry_after`.
-    Busy { retry_after: Option<Duration> },
+    Busy {
+        /// The service's `retry_after_sec`, if it sent one.
+        retry_after: Option<Duration>,
+    },
     /// The client's own retries gave up, or an unexpected answer.
     Failed,
 }
@@ -142,6 +159,8 @@ impl Plan {
         }
     }
 
+    /// The channel the next attempt uses (fixed by `--channel`, else it
+    /// moves between WebSocket and long-poll as attempts fail).
     pub fn channel(&self) -> Channel {
         self.channel
     }

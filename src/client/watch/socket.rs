@@ -26,7 +26,9 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
 /// read signature, when signed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WsRequest {
+    /// `ws://` or `wss://` (from [`ws_url`]).
     pub url: String,
+    /// Added to the handshake as given (lower-case names).
     pub headers: Vec<(String, String)>,
 }
 
@@ -49,7 +51,12 @@ pub enum Event {
     /// Nothing for the read timeout.
     Idle,
     /// The server closed the connection (`None`: a Close frame with no code).
-    Closed { code: Option<u16>, reason: String },
+    Closed {
+        /// The close code ([`crate::core::watch::Close`] lists the service's).
+        code: Option<u16>,
+        /// The close frame's reason text.
+        reason: String,
+    },
     /// The connection broke (reset, EOF without a Close frame, I/O error).
     Lost(String),
 }
@@ -66,6 +73,9 @@ pub trait Socket {
 
 /// Opens sockets.
 pub trait Connector {
+    /// Performs the upgrade handshake for `req`; a non-101 answer is
+    /// [`ConnectError::Refused`] with the response, so its status and body
+    /// can be judged like any HTTP answer.
     fn connect(&self, req: &WsRequest) -> Result<Box<dyn Socket>, ConnectError>;
 }
 

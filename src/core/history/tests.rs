@@ -3,6 +3,7 @@ use super::*;
 use crate::core::crypto::write_digest;
 use crate::core::jcs::normalize_cursor;
 use crate::core::json::{parse_str, Json};
+use crate::core::testing;
 
 const T0: u64 = 1_770_681_600_000;
 
@@ -16,12 +17,9 @@ fn ring() -> Keyring {
     Keyring::new(Some(&service().public_key()), &[])
 }
 
+/// The minimal capsule of `agent`, told apart by its motto.
 fn capsule(agent: &AgentKey, motto: &str) -> Json {
-    parse_str(&format!(
-        r#"{{"schema_version":"self_capsule_v0","agent_id":"{}","policy":{{"policy_version":"v0","rehydrate_mode":"strict","deny_external_instructions":true,"deny_tool_instructions_in_text":true,"memory_budget":{{"max_rehydrate_tokens":900,"max_objectives":8}}}},"self_motto":"{motto}"}}"#,
-        agent.agent_id()
-    ))
-    .unwrap()
+    testing::with(testing::minimal(agent.agent_id()), "self_motto", motto)
 }
 
 /// `n` writes (seq 1..=n, mottos "Version i.") kept under `retained`.
@@ -823,11 +821,7 @@ const HEAD_ONLY: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 
 /// `capsule` with `access_control` (a JSON fragment) added.
 fn with_access(c: Json, access: &str) -> Json {
-    let Json::Object(mut members) = c else {
-        panic!("capsule")
-    };
-    members.push(("access_control".into(), parse_str(access).unwrap()));
-    Json::Object(members)
+    testing::with(c, "access_control", testing::json(access))
 }
 
 /// Versions 1..=4: private granting READER history and HEAD_ONLY the head

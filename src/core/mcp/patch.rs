@@ -216,15 +216,17 @@ mod tests {
     use crate::core::json;
     use crate::core::mcp::args::{NewReceipt, ObjectiveUpdate};
     use crate::core::model::ObjectiveStatus;
+    use crate::core::testing;
 
     const NOW: &str = "2026-02-10T12:00:00Z";
 
+    /// A capsule with one open objective, `o1`, to patch.
     fn capsule() -> Json {
-        json::parse_str(
-            r#"{"schema_version":"self_capsule_v0","agent_id":"x","policy":{},
-                "objectives":[{"id":"o1","status":"open","title":"T"}]}"#,
+        testing::with(
+            testing::minimal("x"),
+            "objectives",
+            testing::json(r#"[{"id":"o1","status":"open","title":"T"}]"#),
         )
-        .unwrap()
     }
 
     fn receipt(n: usize) -> NewReceipt {

@@ -3,8 +3,8 @@ use crate::core::model::{
     AccessControl, Capabilities, Constraint, ConstraintType, MemoryBudget, Note, ObjectiveStatus,
     Pointers, Policy, ReadScopes, Reader, Receipt, RehydrateMode, Watch,
 };
-
-const AGENT: &str = "3b2f0d7c3a6d5f4c1c8b2a1a9f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e";
+use crate::core::testing::{self, EXAMPLE_AGENT as AGENT};
+use crate::core::validate::validate_capsule;
 
 fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -21,18 +21,11 @@ fn policy(tokens: u32, max_objectives: u32) -> Policy {
     }
 }
 
+/// The minimal capsule (the policy alone), typed, with a budget of `tokens`.
 fn minimal(tokens: u32) -> Capsule {
-    Capsule {
-        agent_id: AGENT.into(),
-        policy: policy(tokens, 8),
-        constraints: None,
-        objectives: None,
-        capabilities: None,
-        pointers: None,
-        self_motto: None,
-        watch: None,
-        access_control: None,
-    }
+    let mut c = validate_capsule(&testing::minimal(AGENT)).expect("the minimal capsule is valid");
+    c.policy.memory_budget.max_rehydrate_tokens = tokens;
+    c
 }
 
 fn objective(id: &str, status: ObjectiveStatus, priority: Option<Priority>) -> Objective {
@@ -47,71 +40,9 @@ fn objective(id: &str, status: ObjectiveStatus, priority: Option<Priority>) -> O
     }
 }
 
-/// The example capsule from the spec.
+/// The spec's example capsule (tests/vectors/spec_example_capsule.json), typed.
 fn example() -> Capsule {
-    Capsule {
-        agent_id: AGENT.into(),
-        policy: policy(900, 8),
-        constraints: Some(vec![
-            Constraint {
-                id: "no-shell".into(),
-                kind: ConstraintType::NoShell,
-                value: ConstraintValue::Flag(true),
-            },
-            Constraint {
-                id: "no-secrets-export".into(),
-                kind: ConstraintType::NoSecretsExport,
-                value: ConstraintValue::Flag(true),
-            },
-            Constraint {
-                id: "allowed-tools".into(),
-                kind: ConstraintType::AllowedTools,
-                value: ConstraintValue::List(strs(&[
-                    "diffdelta.self.head",
-                    "diffdelta.self.get",
-                    "web.read",
-                ])),
-            },
-            Constraint {
-                id: "allowed-domains".into(),
-                kind: ConstraintType::AllowedDomains,
-                value: ConstraintValue::List(strs(&["diffdelta.io", "github.com"])),
-            },
-        ]),
-        objectives: Some(vec![Objective {
-            id: "rehydrate-v0".into(),
-            status: ObjectiveStatus::InProgress,
-            priority: Some(Priority::High),
-            title: "Maintain a compact self capsule for restart-safe continuity".into(),
-            checkpoint: Some(
-                "Update only on objective state transitions; poll head every 10 minutes.".into(),
-            ),
-            updated_at: None,
-            tags: None,
-        }]),
-        capabilities: Some(Capabilities {
-            tool_allowlist: Some(strs(&[
-                "diffdelta.self.head",
-                "diffdelta.self.get",
-                "web.read",
-            ])),
-            feature_flags: Some(strs(&["rehydrate_on_start", "poll_head_10m"])),
-        }),
-        pointers: Some(Pointers {
-            receipts: Some(vec![Receipt {
-                name: "capsule-spec".into(),
-                content_hash: format!("sha256:{}", "a".repeat(64)),
-                evidence_url: Some("https://diffdelta.io/docs/spec/self-capsule-v0".into()),
-                rationale: None,
-                updated_at: None,
-                tags: None,
-            }]),
-            notes: None,
-        }),
-        self_motto: Some("Rehydrate from primitives. No transcripts. Safety before speed.".into()),
-        watch: None,
-        access_control: None,
-    }
+    validate_capsule(&testing::example()).expect("the spec example is valid")
 }
 
 /// Every field at its maximum count and length, with multi-byte characters

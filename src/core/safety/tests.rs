@@ -5,12 +5,7 @@
 use super::FindingClass::{self, Injection, Secret, Url};
 use super::*;
 use crate::core::json::{parse_str, Json};
-
-const EXAMPLE: &str = include_str!("../../../tests/vectors/spec_example_capsule.json");
-
-fn example() -> Json {
-    parse_str(EXAMPLE).expect("example parses")
-}
+use crate::core::testing::{self, example};
 
 /// The example capsule with one string replaced, addressed by a path of keys
 /// and indices.
@@ -506,31 +501,16 @@ fn odd_inputs_do_not_panic() {
 /// The example capsule plus the fields the public deployment's clients add:
 /// a note, a receipt rationale and tags, objective tags.
 fn with_fields(note_key: &str, note_value: &str, rationale: &str, tag: &str) -> Json {
-    let mut capsule = example();
-    let Json::Object(top) = &mut capsule else {
-        panic!("object")
-    };
-    let extra = parse_str(
-        &serde_json::json!({
-            "pointers": {
-                "receipts": [{
-                    "name": "capsule-spec",
-                    "content_hash": format!("sha256:{}", "a".repeat(64)),
-                    "rationale": rationale,
-                    "tags": [tag],
-                }],
-                "notes": [{"key": note_key, "value": note_value, "tags": [tag]}],
-            },
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let Json::Object(extra) = extra else {
-        panic!("object")
-    };
-    top.retain(|(k, _)| k != "pointers");
-    top.extend(extra);
-    capsule
+    let pointers = serde_json::json!({
+        "receipts": [{
+            "name": "capsule-spec",
+            "content_hash": format!("sha256:{}", "a".repeat(64)),
+            "rationale": rationale,
+            "tags": [tag],
+        }],
+        "notes": [{"key": note_key, "value": note_value, "tags": [tag]}],
+    });
+    testing::with(example(), "pointers", testing::json(&pointers.to_string()))
 }
 
 #[test]

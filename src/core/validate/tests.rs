@@ -1,14 +1,13 @@
 use super::*;
 use crate::core::json::parse_str;
-
-pub const EXAMPLE: &str = include_str!("../../../tests/vectors/spec_example_capsule.json");
+use crate::core::testing::{self, EXAMPLE};
 
 fn check(json: &str) -> Result<Capsule, Vec<R>> {
     validate_capsule(&parse_str(json).unwrap()).map_err(|v| codes(&v))
 }
 
 fn with(f: impl FnOnce(&mut Json)) -> Json {
-    let mut v = parse_str(EXAMPLE).unwrap();
+    let mut v = testing::example();
     f(&mut v);
     v
 }
@@ -58,10 +57,19 @@ fn spec_example_passes() {
 
 #[test]
 fn minimal_capsule_passes() {
-    let min = r#"{"schema_version":"self_capsule_v0","agent_id":"00000000000000000000000000000000000000000000000000000000000000ff",
-      "policy":{"policy_version":"v0","rehydrate_mode":"strict","deny_external_instructions":true,
-      "deny_tool_instructions_in_text":true,"memory_budget":{"max_rehydrate_tokens":256,"max_objectives":0}}}"#;
-    assert!(check(min).is_ok());
+    // The policy alone, at the smallest budget the schema allows.
+    let mut min = testing::minimal(format!("{:064x}", 0xff));
+    set(
+        &mut min,
+        &["policy", "memory_budget", "max_rehydrate_tokens"],
+        256u64.into(),
+    );
+    set(
+        &mut min,
+        &["policy", "memory_budget", "max_objectives"],
+        0u64.into(),
+    );
+    assert!(validate_capsule(&min).is_ok());
 }
 
 #[test]

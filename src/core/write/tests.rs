@@ -1,8 +1,8 @@
 use super::*;
 use crate::core::crypto::AgentKey;
 use crate::core::json::parse_str;
+use crate::core::testing;
 
-const EXAMPLE: &str = include_str!("../../../tests/vectors/spec_example_capsule.json");
 const T0: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
 const HOUR: u64 = 3_600_000;
 
@@ -14,15 +14,7 @@ fn key(n: u8) -> AgentKey {
 
 /// The spec's example with the agent id of `k`.
 fn capsule_for(k: &AgentKey) -> Json {
-    let mut v = parse_str(EXAMPLE).unwrap();
-    if let Json::Object(entries) = &mut v {
-        for (name, value) in entries.iter_mut() {
-            if name == "agent_id" {
-                *value = Json::from(k.agent_id().as_str());
-            }
-        }
-    }
-    v
+    testing::example_for(k.agent_id())
 }
 
 fn body(envelope: &Json) -> Vec<u8> {
