@@ -10,8 +10,6 @@
 
 mod support;
 
-mod support;
-
 use self_capsule::core::crypto::{write_digest, AgentKey};
 use self_capsule::core::history::export::{ExportBundle, ExportEntry, ExportItem};
 use self_capsule::core::history::{

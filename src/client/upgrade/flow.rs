@@ -6,7 +6,7 @@ use super::now_ms;
 use super::quote::{check_quote, Invoice};
 use super::record::{archive_record, decide, load_record, save_record, Abandoned, Failure};
 use super::record::{Next, Payment, Record};
-use super::rpc::{big_quantity, Rpc, RpcError};
+use super::rpc::{big_quantity, NodeError, Rpc};
 use super::service::{refused, timed_out, ClaimWaits};
 use super::tx::{address_word, fees, gas_limit, sign_tx, transfer_calldata, Fees, PayerKey};
 use super::tx::{TxParams, BALANCE_OF_SELECTOR};
@@ -267,10 +267,10 @@ impl Client {
                 json!([{"from": from.as_str(), "to": token, "data": data_hex}]),
             )
             .map_err(|e| match e {
-                RpcError::Node(m) => Error::local(format!(
+                NodeError::Node(m) => Error::local(format!(
                     "the transfer would fail ({m}); nothing was paid (does the payer hold ETH for gas?)"
                 )),
-                RpcError::Fail(e) => e,
+                NodeError::Fail(e) => e,
             })?;
         let estimate = estimate
             .as_str()
@@ -331,10 +331,10 @@ impl Client {
                 )))
             }
             // Checked on the way on: the chain may have it anyway.
-            Err(RpcError::Node(m)) => {
+            Err(NodeError::Node(m)) => {
                 progress(&format!("the node answered the broadcast with: {m}"))
             }
-            Err(RpcError::Fail(e)) => {
+            Err(NodeError::Fail(e)) => {
                 progress(&format!("the broadcast may have failed ({e}); checking"));
             }
         }
@@ -368,8 +368,8 @@ impl Client {
                 ));
                 Ok(())
             }
-            Err(RpcError::Fail(e)) => Err(e),
-            Err(RpcError::Node(m)) => {
+            Err(NodeError::Fail(e)) => Err(e),
+            Err(NodeError::Node(m)) => {
                 if rpc
                     .lookup("eth_getTransactionByHash", &p.tx_hash)?
                     .is_some()

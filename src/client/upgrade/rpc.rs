@@ -15,24 +15,24 @@ pub(super) struct Rpc<'a> {
 }
 
 /// A failed JSON-RPC call.
-pub(super) enum RpcError {
+pub(super) enum NodeError {
     /// The node answered with an `error` member.
     Node(String),
     /// No usable answer.
     Fail(Error),
 }
 
-impl From<Error> for RpcError {
+impl From<Error> for NodeError {
     fn from(e: Error) -> Self {
-        RpcError::Fail(e)
+        NodeError::Fail(e)
     }
 }
 
-impl RpcError {
+impl NodeError {
     pub(super) fn into_error(self, what: &str) -> Error {
         match self {
-            RpcError::Node(m) => Error::Unavailable(format!("{what}: the node refused: {m}")),
-            RpcError::Fail(e) => e,
+            NodeError::Node(m) => Error::Unavailable(format!("{what}: the node refused: {m}")),
+            NodeError::Fail(e) => e,
         }
     }
 }
@@ -59,12 +59,12 @@ impl<'a> Rpc<'a> {
     }
 
     /// One call under the client's retry policy (network errors and 5xx).
-    pub(super) fn call(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+    pub(super) fn call(&self, method: &str, params: Value) -> Result<Value, NodeError> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let req = Request::json("POST", self.url.clone(), body.to_string().into_bytes());
         let resp = self.send(&req, method)?;
         if resp.status != 200 {
-            return Err(RpcError::Fail(Error::Unavailable(format!(
+            return Err(NodeError::Fail(Error::Unavailable(format!(
                 "JSON-RPC {} ({method}) answered HTTP {}",
                 self.shown, resp.status
             ))));
@@ -80,10 +80,10 @@ impl<'a> Rpc<'a> {
                 .get("message")
                 .and_then(Value::as_str)
                 .map_or_else(|| e.to_string(), str::to_owned);
-            return Err(RpcError::Node(msg.chars().take(300).collect()));
+            return Err(NodeError::Node(msg.chars().take(300).collect()));
         }
         v.get("result").cloned().ok_or_else(|| {
-            RpcError::Fail(Error::Unavailable(format!(
+            NodeError::Fail(Error::Unavailable(format!(
                 "JSON-RPC {} ({method}) answered no result",
                 self.shown
             )))
