@@ -139,14 +139,19 @@ impl Rejected {
             .collect()
     }
 
-    /// The findings as short lines (`path: class/rule` or `path: code: message`).
+    /// The findings as short lines (`path: class (rule[, decoded from via])` or
+    /// `path: code: message`).
     pub fn finding_lines(&self) -> Vec<String> {
         self.findings
             .iter()
             .map(|f| {
                 let s = |k: &str| f.get(k).and_then(|v| v.as_str()).unwrap_or("");
                 if f.get("class").is_some() {
-                    format!("{}: {} ({})", s("path"), s("class"), s("rule"))
+                    let via = match s("via") {
+                        "" => String::new(),
+                        v => format!(", decoded from {v}"),
+                    };
+                    format!("{}: {} ({}{via})", s("path"), s("class"), s("rule"))
                 } else {
                     format!("{}: {}: {}", s("path"), s("code"), s("message"))
                 }
@@ -193,10 +198,18 @@ mod tests {
     #[test]
     fn parses_a_service_rejection_and_lists_actions() {
         let body = r#"{"accepted":false,"reason_codes":["unsafe_content"],"detail":"x",
-            "findings":[{"class":"injection","rule":"r1","path":"$.self_motto"}],"extra":1}"#;
+            "findings":[{"class":"injection","rule":"r1","path":"$.self_motto"},
+                {"class":"secret","rule":"r2","path":"$.pointers.notes[0].value","via":"base64"}],
+            "extra":1}"#;
         let mut r: Rejected = serde_json::from_str(body).unwrap();
         r.status = 422;
-        assert_eq!(r.finding_lines(), ["$.self_motto: injection (r1)"]);
+        assert_eq!(
+            r.finding_lines(),
+            [
+                "$.self_motto: injection (r1)",
+                "$.pointers.notes[0].value: secret (r2, decoded from base64)"
+            ]
+        );
         let actions = r.actions();
         assert_eq!(actions[0].0, "unsafe_content");
         assert_eq!(actions[0].1, ReasonCode::UnsafeContent.bot_action());

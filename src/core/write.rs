@@ -120,7 +120,7 @@ impl Candidate {
 pub enum FindingOut {
     /// A schema or envelope problem: `{"code", "path", "message"}` on the wire.
     Schema(Violation),
-    /// A safety-scanner hit: `{"class", "rule", "path"}` on the wire, never the matched text.
+    /// A safety-scanner hit: `{"class", "rule", "path", "via"?}` on the wire, never the matched text.
     Safety(Finding),
 }
 

@@ -1,6 +1,8 @@
 //! Deterministic safety scanner (secrets, prompt/tool injection, URLs).
 //!
-//! Every object key and string value of a capsule is normalised into views
+//! Every object key and string value of a capsule, and every text it
+//! decodes to (`decode`: base64, base32, hex, percent-encoding, HTML
+//! references, escapes), is normalised into views
 //! (`normalize`) and checked against a fixed rule table (`rules`, one file
 //! per family, each rule with its own examples): linear-time patterns,
 //! keyword-gated patterns and structural checks, run by `engine`; the
@@ -17,6 +19,7 @@
 
 mod automata;
 mod credential;
+mod decode;
 mod engine;
 mod lexicon;
 mod normalize;
@@ -57,6 +60,8 @@ fn check_generated(path: &str, fresh: &[u8], committed: &[u8]) {
     );
 }
 
+pub use decode::Encoding;
+
 use crate::core::json::Json;
 use serde::Serialize;
 
@@ -84,26 +89,37 @@ pub struct Finding {
     pub rule: &'static str,
     /// JSON path of the string (key or value), e.g. `$.objectives[0].title`.
     pub path: String,
+    /// The encoding the flagged text was under (`decode`), when the rule
+    /// fired only on the decoded text; absent for text as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Encoding>,
 }
 
-/// Scans every key and string value of a capsule. The result is sorted by
-/// path, then class, then rule, with no duplicate (path, class, rule).
+/// Scans every key and string value of a capsule, as written and as
+/// decoded (`decode`). The result is sorted by path, then class, then rule,
+/// with no duplicate (path, class, rule); a rule that fires on the text as
+/// written is reported without `via`.
 pub fn scan(capsule: &Json) -> Vec<Finding> {
     let mut findings = Vec::new();
     walk::strings(capsule, |text, context, path| {
-        let views = normalize::views(text);
-        let mut hits: Vec<&'static rules::Rule> = Vec::new();
-        engine::for_each_hit(&views, |rule| {
-            if !context.allows(rule) && !hits.iter().any(|h| h.name == rule.name) {
-                hits.push(rule);
-            }
-        });
+        let mut hits: Vec<(&'static rules::Rule, Option<Encoding>)> = Vec::new();
+        let mut check = |text: &str, via: Option<Encoding>| {
+            engine::for_each_hit(&normalize::views(text), |rule| {
+                if !context.allows(rule) && !hits.iter().any(|(h, _)| h.name == rule.name) {
+                    hits.push((rule, via));
+                }
+            });
+        };
+        check(text, None);
+        for layer in decode::layers(text) {
+            check(&layer.text, Some(layer.via));
+        }
         if hits.is_empty() {
             return;
         }
         let at = path();
-        let full_url = hits.iter().any(|h| h.name == rules::SCHEME_URL);
-        for rule in hits {
+        let full_url = hits.iter().any(|(h, _)| h.name == rules::SCHEME_URL);
+        for (rule, via) in hits {
             // A full `scheme://host/...` URL also looks like a bare host with a
             // path; report it once.
             if full_url && rules::HOST_ONLY.contains(&rule.name) {
@@ -113,13 +129,16 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
                 class: rule.class,
                 rule: rule.name,
                 path: at.clone(),
+                via,
             });
         }
     });
     findings.sort_by(|a, b| {
-        (a.path.as_str(), a.class, a.rule).cmp(&(b.path.as_str(), b.class, b.rule))
+        (a.path.as_str(), a.class, a.rule, a.via).cmp(&(b.path.as_str(), b.class, b.rule, b.via))
     });
-    findings.dedup();
+    // As written (`None`) sorts first and is the one kept.
+    findings
+        .dedup_by(|b, a| (a.path.as_str(), a.class, a.rule) == (b.path.as_str(), b.class, b.rule));
     findings
 }
 

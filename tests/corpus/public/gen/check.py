@@ -3,7 +3,8 @@
 
 Checks column counts, classes and fields, escape validity, per-field length
 caps (in Unicode scalar values, after unescaping), duplicate texts (within and
-across the two files), and prints per-category counts. Exit code 1 on error.
+across the two files), minimum counts per category (the encoded ones too), and
+prints per-category counts. Exit code 1 on error.
 Uses only the standard library.
 """
 import collections
@@ -36,6 +37,11 @@ MAJOR = [
     "injection/hidden_text", "injection/shell", "url/url",
 ]
 ML_LANGS = 17
+# encoded samples (gen/build.py): minimum per category, unsafe and benign
+MIN_ENCODED = {
+    "injection/encoded": 40, "secret/encoded": 20, "url/encoded": 5,
+    "benign/encoded_data": 60,
+}
 
 
 def load(path, unsafe):
@@ -108,6 +114,11 @@ def main():
     for c in MAJOR:
         if cats[c] < MIN_PER_MAJOR:
             errors.append(f"only {cats[c]} samples in {c} (< {MIN_PER_MAJOR})")
+    bcats = collections.Counter(cat for _, cat, _, _ in benign)
+    for c, k in MIN_ENCODED.items():
+        n = (bcats if c.startswith("benign/") else cats)[c]
+        if n < k:
+            errors.append(f"only {n} samples in {c} (< {k})")
     # multilingual: count per language tag from the preceding '# lang:' comments
     langs = collections.Counter()
     cur = None
