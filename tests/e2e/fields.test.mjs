@@ -142,6 +142,14 @@ test("encoded unsafe text is refused naming its encoding; encoded data is accept
     { value: Buffer.from(attack).toString("hex"), class: "injection", via: "hex" },
     { value: pct(attack), class: "injection", via: "percent" },
     { value: Buffer.from(awsLine).toString("base64"), class: "secret", via: "base64" },
+    {
+      value: attack.replace(/[a-z]/gi, (c) => {
+        const base = c <= "Z" ? 65 : 97;
+        return String.fromCharCode(((c.charCodeAt(0) - base + 13) % 26) + base);
+      }),
+      class: "injection",
+      via: "rot13",
+    },
   ];
   let seq = 2;
   for (const c of cases) {
