@@ -5,8 +5,10 @@
 # from binaryen, esbuild), the libraries of the README's client snippets
 # (clients/python: cryptography, rfc8785, http-message-signatures from PyPI into
 # clients/python/.deps; clients/ts: canonicalize, http-message-sig, typescript
-# from npm), and the public safety corpus generator's PyPI packages (into
-# tests/corpus/public/gen/.deps, for npm run regen and regen:check).
+# from npm), the Python package's tools (maturin, and the wheels of its tests'
+# pytest and MCP SDK, into clients/python/.tools), and the public safety corpus
+# generator's PyPI packages (into tests/corpus/public/gen/.deps, for npm run
+# regen and regen:check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +47,22 @@ if [[ ! -f "$PY_DEPS/.installed" || clients/python/requirements.txt -nt "$PY_DEP
   PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
     --target "$PY_DEPS" -r clients/python/requirements.txt
   touch "$PY_DEPS/.installed"
+fi
+
+# The Python package (clients/python/pyproject.toml): maturin in a venv of its
+# own, and its tests' libraries (pytest, the MCP SDK) as downloaded wheels, which
+# the test installs with the built wheel into a fresh venv, offline. Redone
+# only when a requirements file changes.
+PKG_TOOLS=clients/python/.tools
+if [[ ! -f "$PKG_TOOLS/.installed" || clients/python/requirements-tools.txt -nt "$PKG_TOOLS/.installed" \
+      || clients/python/tests/requirements.txt -nt "$PKG_TOOLS/.installed" ]]; then
+  rm -rf "$PKG_TOOLS"
+  python3 -m venv "$PKG_TOOLS/venv"
+  PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r clients/python/requirements-tools.txt
+  PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+    --dest "$PKG_TOOLS/wheels" -r clients/python/tests/requirements.txt
+  touch "$PKG_TOOLS/.installed"
 fi
 
 # The public corpus generator (tests/corpus/public/gen/build.py), the same way.

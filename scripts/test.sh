@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: formatting, generated files against
 # their sources, native Rust tests, the client snippets' vector tests (Python,
 # TypeScript), lint (native and wasm), the wasm builds, the CLI build, then the
-# end-to-end tests in workerd (Miniflare), which also drive the selfcap CLI and
-# both snippets against the Worker.
+# end-to-end tests in workerd (Miniflare), which also drive the selfcap CLI,
+# both snippets and the Python package (built into a wheel and installed into a
+# fresh venv by tests/e2e/python_package.test.mjs) against the Worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
