@@ -2,10 +2,9 @@
 # Installs the build and test toolchain if (and only if) something is missing:
 # the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
 # match Cargo.lock), the npm dev dependencies (wrangler, miniflare, wasm-opt
-# from binaryen, esbuild), the libraries of the README's client snippets
-# (clients/python: cryptography, rfc8785, http-message-signatures from PyPI into
-# clients/python/.deps; clients/ts: canonicalize, http-message-sig, typescript
-# from npm), the Python package's tools (maturin, and the wheels of its tests'
+# from binaryen, esbuild), the libraries of the README's TypeScript snippet
+# (clients/ts: canonicalize, http-message-sig, typescript from npm), the Python
+# package's tools (maturin, and the wheels of its tests'
 # pytest and MCP SDK, into clients/python/.tools), and the public safety corpus
 # generator's PyPI packages (into tests/corpus/public/gen/.deps, for npm run
 # regen and regen:check).
@@ -37,16 +36,6 @@ fi
 # npm ci only when node_modules is missing or older than the lockfile.
 if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
   npm ci --no-audit --no-fund
-fi
-
-# Python snippet: a private --target directory (no venv needed, nothing
-# installed system-wide); redone only when requirements.txt changes.
-PY_DEPS=clients/python/.deps
-if [[ ! -f "$PY_DEPS/.installed" || clients/python/requirements.txt -nt "$PY_DEPS/.installed" ]]; then
-  rm -rf "$PY_DEPS"
-  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-    --target "$PY_DEPS" -r clients/python/requirements.txt
-  touch "$PY_DEPS/.installed"
 fi
 
 # The Python package (clients/python/pyproject.toml): maturin in a venv of its
