@@ -2,11 +2,12 @@
 # Installs the build and test toolchain if (and only if) something is missing:
 # the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
 # match Cargo.lock), the npm dev dependencies (wrangler, miniflare, wasm-opt
-# from binaryen, esbuild), the libraries of the README's client snippets
-# (clients/python: cryptography, rfc8785, http-message-signatures from PyPI into
-# clients/python/.deps; clients/ts: canonicalize, http-message-sig, typescript
-# from npm), and the public safety corpus generator's PyPI packages (into
-# tests/corpus/public/gen/.deps, for npm run regen and regen:check).
+# from binaryen, esbuild), the libraries of the README's TypeScript snippet
+# (clients/ts: canonicalize, http-message-sig, typescript from npm), the Python
+# package's tools (maturin, and the wheels of its tests'
+# pytest and MCP SDK, into clients/python/.tools), and the public safety corpus
+# generator's PyPI packages (into tests/corpus/public/gen/.deps, for npm run
+# regen and regen:check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,14 +38,20 @@ if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json
   npm ci --no-audit --no-fund
 fi
 
-# Python snippet: a private --target directory (no venv needed, nothing
-# installed system-wide); redone only when requirements.txt changes.
-PY_DEPS=clients/python/.deps
-if [[ ! -f "$PY_DEPS/.installed" || clients/python/requirements.txt -nt "$PY_DEPS/.installed" ]]; then
-  rm -rf "$PY_DEPS"
-  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
-    --target "$PY_DEPS" -r clients/python/requirements.txt
-  touch "$PY_DEPS/.installed"
+# The Python package (clients/python/pyproject.toml): maturin in a venv of its
+# own, and its tests' libraries (pytest, the MCP SDK) as downloaded wheels, which
+# the test installs with the built wheel into a fresh venv, offline. Redone
+# only when a requirements file changes.
+PKG_TOOLS=clients/python/.tools
+if [[ ! -f "$PKG_TOOLS/.installed" || clients/python/requirements-tools.txt -nt "$PKG_TOOLS/.installed" \
+      || clients/python/tests/requirements.txt -nt "$PKG_TOOLS/.installed" ]]; then
+  rm -rf "$PKG_TOOLS"
+  python3 -m venv "$PKG_TOOLS/venv"
+  PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r clients/python/requirements-tools.txt
+  PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+    --dest "$PKG_TOOLS/wheels" -r clients/python/tests/requirements.txt
+  touch "$PKG_TOOLS/.installed"
 fi
 
 # The public corpus generator (tests/corpus/public/gen/build.py), the same way.

@@ -7,6 +7,8 @@
 //!   reads and the per-agent Durable Object write path. The Capsule
 //!   Explorer's browser build (`explorer/`) is the core without it.
 //! - [`client`] (native only): the client library behind the `selfcap` CLI.
+//! - [`cli`] (native only): the `selfcap` CLI itself, as one function
+//!   ([`cli::run`]) that the binary and the Python package's command call.
 
 // `Result<_, Rejection>` is the write path's shape: a rejection is the cold
 // path and carries its whole response body, so boxing it would buy nothing.
@@ -18,6 +20,11 @@ pub mod core;
 /// build (the Worker's or the wasip1 benchmark's).
 #[cfg(not(target_arch = "wasm32"))]
 pub mod client;
+
+/// The `selfcap` command line (arguments, dispatch, output, exit codes) over
+/// [`client`]. Native only, like it.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod cli;
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "worker"))]
 mod worker;

@@ -45,6 +45,10 @@ impl Tier {
             Tier::Plus => "plus",
         }
     }
+    /// The tier of a wire name (`"free"`, `"pro"`, `"plus"`), if it is one.
+    pub fn from_name(name: &str) -> Option<Tier> {
+        Tier::ALL.into_iter().find(|t| t.as_str() == name)
+    }
 }
 
 /// The numbers that differ between tiers.
@@ -153,6 +157,15 @@ impl TierTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tier_names_round_trip() {
+        for t in Tier::ALL {
+            assert_eq!(Tier::from_name(t.as_str()), Some(t));
+        }
+        assert_eq!(Tier::from_name("Free"), None);
+        assert_eq!(Tier::from_name("gold"), None);
+    }
 
     #[test]
     fn spec_numbers() {

@@ -15,7 +15,7 @@ use crate::core::history::{
 };
 use crate::core::jcs;
 use crate::core::json::{self, Json, JsonError};
-use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
+use crate::core::limits::{Tier, TierLimits, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
 use crate::core::quota::{Cooldown, Window};
 use crate::core::reason::{self, ReasonCode as R};
 use crate::core::record::{Record, RecordWrites, WritesView};
@@ -267,6 +267,35 @@ pub fn check_capsule(capsule: &Json) -> Result<(), Rejection> {
     Ok(())
 }
 
+/// [`check_capsule`], then the size limit of `tier` (`limits`): every check
+/// of a write that looks at the capsule alone, in contract order (schema,
+/// safety, size). Returns the capsule's RFC 8785 text. The write path runs
+/// it after the seq and cooldown checks; an offline checker that knows the
+/// tier (the Python package's `selfcap.check`) runs it as it is.
+pub fn check_capsule_in_tier(
+    capsule: &Json,
+    tier: Tier,
+    limits: &TierLimits,
+) -> Result<String, Rejection> {
+    check_capsule(capsule)?;
+    let canonical = jcs::canonicalize(capsule);
+    if canonical.len() > limits.max_capsule_bytes {
+        let mut r = Rejection::one(
+            R::CapsuleTooLarge,
+            format!(
+                "canonical capsule is {} bytes; the {} tier allows {}",
+                canonical.len(),
+                tier.as_str(),
+                limits.max_capsule_bytes
+            ),
+        );
+        r.max_bytes = Some(limits.max_capsule_bytes);
+        r.observed_bytes = Some(canonical.len() as u64);
+        return Err(r);
+    }
+    Ok(canonical)
+}
+
 /// Steps 1-4 only (body cap, JSON, envelope shape, signature): everything
 /// that needs no stored state. The Worker runs this before waking the agent's
 /// Durable Object, so unauthenticated garbage never reaches it.
@@ -352,24 +381,10 @@ pub fn check(
         .wait_until(now_ms, until)
         .authenticated(&signed));
     }
-    check_capsule(&signed.capsule).map_err(|r| r.authenticated(&signed))?;
     let tier = state.tier_at(now_ms);
     let limits = tiers.get(tier);
-    let canonical = jcs::canonicalize(&signed.capsule);
-    if canonical.len() > limits.max_capsule_bytes {
-        let mut r = Rejection::one(
-            R::CapsuleTooLarge,
-            format!(
-                "canonical capsule is {} bytes; the {} tier allows {}",
-                canonical.len(),
-                tier.as_str(),
-                limits.max_capsule_bytes
-            ),
-        );
-        r.max_bytes = Some(limits.max_capsule_bytes);
-        r.observed_bytes = Some(canonical.len() as u64);
-        return Err(r.authenticated(&signed));
-    }
+    let canonical = check_capsule_in_tier(&signed.capsule, tier, limits)
+        .map_err(|r| r.authenticated(&signed))?;
     let usage = state.writes.usage(now_ms, limits.writes_per_24h);
     if usage.exhausted() {
         let reset = usage.reset_at_ms.unwrap_or(now_ms);

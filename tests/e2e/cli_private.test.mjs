@@ -1,5 +1,5 @@
 // Private capsules end to end (docs/PROTOCOL.md §12): the `selfcap` CLI
-// (target/debug/selfcap) and the README's Python and TypeScript snippets
+// (target/debug/selfcap) and the README's TypeScript snippet
 // against the Worker in workerd, over real HTTP on 127.0.0.1. The owner makes
 // its capsule private with `selfcap visibility private`; anonymous reads then
 // get 404 while its own reads (signed) go on working, on this machine and on
@@ -18,8 +18,6 @@ import { agentCli as cliIn, exits, requireSelfcap, selfcapIn } from "./cli-helpe
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-private-"));
-const PY_DIR = path.join(ROOT, "clients", "python");
-const PY_DEPS = path.join(PY_DIR, ".deps");
 const TS_EXAMPLE = path.join(ROOT, "clients", "ts", "dist", "example.js");
 const LOOPBACK = { NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost" };
 
@@ -207,15 +205,6 @@ function checkSnippet(stdout) {
   );
   return out;
 }
-
-test("Python snippet: a signed read of a private capsule", async () => {
-  assert.ok(existsSync(PY_DEPS), `${PY_DEPS} missing: run scripts/install-tools.sh`);
-  const { stdout } = await run("python3", [path.join(PY_DIR, "example.py"), URL_, "private"], {
-    env: { ...process.env, PYTHONPATH: PY_DEPS, ...LOOPBACK },
-  });
-  const out = checkSnippet(stdout);
-  assert.equal((await anonymous(out.agent_id, "capsule.json")).status, 404);
-});
 
 test("TypeScript snippet: a signed read of a private capsule", async () => {
   assert.ok(existsSync(TS_EXAMPLE), `${TS_EXAMPLE} missing: run \`npm test --prefix clients/ts\``);

@@ -366,6 +366,21 @@ fn schema_then_safety_then_size() {
     let mut pro = AgentState::default();
     pro.paid.credit(Tier::Pro, 30, T0);
     assert!(put(&mut pro, &k, 1, &big, T0).is_ok());
+
+    // The capsule's own checks alone (the offline checker's entry point):
+    // the same refusal, in the same order, and the canonical text when it passes.
+    let tiers = TierTable::default();
+    let off = check_capsule_in_tier(&big, Tier::Free, tiers.get(Tier::Free)).unwrap_err();
+    assert_eq!(
+        (codes(&off), off.max_bytes, off.observed_bytes),
+        (codes(&r), r.max_bytes, r.observed_bytes)
+    );
+    assert_eq!(
+        check_capsule_in_tier(&big, Tier::Pro, tiers.get(Tier::Pro)).unwrap(),
+        jcs::canonicalize(&big)
+    );
+    let r = check_capsule_in_tier(&both, Tier::Pro, tiers.get(Tier::Pro)).unwrap_err();
+    assert_eq!(codes(&r), ["unknown_field"]);
 }
 
 #[test]

@@ -4,14 +4,14 @@
 //! goes to stderr; stdout gets the result line (or, with `--json`, the
 //! service's claim answer).
 
+use crate::cli::print::{emit, print_json};
 use crate::cli::{client, Global, JsonOut};
-use crate::print::{emit, print_json};
-use clap::{Args, Subcommand, ValueEnum};
-use self_capsule::client::upgrade::{
+use crate::client::upgrade::{
     StopAfter, UpgradeOptions, ARCHIVE_DIR, PROVIDER_TIMEOUT, UPGRADE_FILE,
 };
-use self_capsule::client::Error;
-use self_capsule::core::limits::Tier;
+use crate::client::Error;
+use crate::core::limits::Tier;
+use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;

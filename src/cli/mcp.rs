@@ -8,6 +8,10 @@
 //! blocking HTTP, and one state directory must never see two writes race).
 
 use crate::cli::{location, Global};
+use crate::client::import::default_identity_file;
+use crate::client::mcp::{PayConfig, ToolHost};
+use crate::client::{BackoffPolicy, Error};
+use crate::core::mcp::{Door, Tool};
 use clap::Args;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -16,10 +20,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use self_capsule::client::import::default_identity_file;
-use self_capsule::client::mcp::{PayConfig, ToolHost};
-use self_capsule::client::{BackoffPolicy, Error};
-use self_capsule::core::mcp::{Door, Tool};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

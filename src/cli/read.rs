@@ -2,11 +2,11 @@
 //! served bytes) and `rehydrate` (local first, for a restart). Status lines
 //! go to stderr, so stdout is only the data.
 
+use crate::cli::print::{emit, emit_bytes, print_json};
 use crate::cli::{agent_arg, client, reader_client, Global, JsonOut, RenderFormat};
-use crate::print::{emit, emit_bytes, print_json};
-use self_capsule::client::{Error, HeadOutcome, Side};
-use self_capsule::core::jcs::{self, CURSOR_PREFIX};
-use self_capsule::core::render::{self, Format};
+use crate::client::{Error, HeadOutcome, Side};
+use crate::core::jcs::{self, CURSOR_PREFIX};
+use crate::core::render::{self, Format};
 
 /// `head [AGENT_ID]`: "unchanged" on a 304 against the stored ETag, else
 /// the new head (seq, cursor, write quota).

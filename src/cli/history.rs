@@ -2,10 +2,10 @@
 //! bundle) and `verify` (the chain checked locally by the core; exit 8 when
 //! it does not verify).
 
+use crate::cli::print::{emit, emit_bytes, print_json};
 use crate::cli::{agent_arg, read_json, reader_client, Global, JsonOut};
-use crate::print::{emit, emit_bytes, print_json};
-use self_capsule::client::{self, Error};
-use self_capsule::core::history::{CheckName, Report};
+use crate::client::{self, Error};
+use crate::core::history::{CheckName, Report};
 use std::path::PathBuf;
 
 /// `history [AGENT_ID] [--since CURSOR] [--limit N]`: newest first.

@@ -2,7 +2,7 @@
 //! stderr as lines starting with `selfcap: `, so stdout can be piped as is;
 //! and the exit code of every outcome.
 
-use self_capsule::client::{Error, ExitCode, Rejected, RetryNote};
+use crate::client::{Error, ExitCode, Rejected, RetryNote};
 use std::io::Write;
 use std::time::Duration;
 

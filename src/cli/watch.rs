@@ -2,15 +2,15 @@
 //! or `--exec CMD` run once per head; the work is
 //! `self_capsule::client::watch`. Progress goes to stderr.
 
+use crate::cli::print::{emit_line, note};
 use crate::cli::{agent_arg, reader_client, Global};
-use crate::print::{emit_line, note};
-use clap::{Args, ValueEnum};
-use self_capsule::client::http::UreqTransport;
-use self_capsule::client::watch::{
+use crate::client::http::UreqTransport;
+use crate::client::watch::{
     run_hook, Channel, ChannelChoice, Note, TungsteniteConnector, WatchIo, WatchedHead, PING_EVERY,
     POLL_WAIT_SECS,
 };
-use self_capsule::client::Error;
+use crate::client::Error;
+use clap::{Args, ValueEnum};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 

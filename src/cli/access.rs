@@ -4,14 +4,14 @@
 //! `publish`: an ordinary signed write, with the same output and exit codes.
 //! What was edited goes to stderr, so stdout is `publish`'s alone.
 
+use crate::cli::print::{emit, print_json};
+use crate::cli::publish;
 use crate::cli::{agent_arg, client, Global, JsonOut, WriteOpts};
-use crate::print::{emit, print_json};
-use crate::publish;
+use crate::client::access::{self, Grant};
+use crate::client::{now_ms, Error};
+use crate::core::model::ReadScope;
+use crate::core::time;
 use clap::ValueEnum;
-use self_capsule::client::access::{self, Grant};
-use self_capsule::client::{now_ms, Error};
-use self_capsule::core::model::ReadScope;
-use self_capsule::core::time;
 
 pub(crate) const GRANT_AFTER_HELP: &str = "\
 Scopes: head (head.json), capsule (capsule.json), history (history.json, snapshots,

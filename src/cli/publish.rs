@@ -2,10 +2,10 @@
 //! them runs the local pre-check first unless told not to, so a capsule the
 //! service would refuse never costs a cooldown count.
 
+use crate::cli::print::{emit, print_json};
 use crate::cli::{client, location, read_json, Global, JsonOut, WriteOpts};
-use crate::print::{emit, print_json};
-use self_capsule::client::{self, Error, ExitCode, PublishOutcome, PutOptions, PutResult};
-use self_capsule::core::jcs;
+use crate::client::{self, Error, ExitCode, PublishOutcome, PutOptions, PutResult};
+use crate::core::jcs;
 use std::path::PathBuf;
 
 /// `template`: a minimal valid capsule for this identity.

@@ -1,9 +1,9 @@
 //! The identity and its state directory: `keygen`, `id`, `bootstrap`,
 //! `status`. The key itself is never printed, only the ids derived from it.
 
+use crate::cli::print::{emit, print_json};
 use crate::cli::{client, location, Global, JsonOut};
-use crate::print::{emit, print_json};
-use self_capsule::client::{import, state, Client, Error};
+use crate::client::{import, state, Client, Error};
 use std::path::PathBuf;
 
 /// `keygen`: a new identity in the directory the options select.

@@ -1,10 +1,10 @@
 //! `canon` and `cursor`: the RFC 8785 bytes and the cursor of any JSON
 //! document, computed by the core exactly as the service computes them.
 
+use crate::cli::print::{emit, emit_bytes, print_json};
 use crate::cli::{read_json, JsonOut};
-use crate::print::{emit, emit_bytes, print_json};
-use self_capsule::client::Error;
-use self_capsule::core::jcs;
+use crate::client::Error;
+use crate::core::jcs;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 

@@ -1,0 +1,300 @@
+"""Self Capsule for Python: the service's own Rust core and client.
+
+Offline, exactly as the service decides: `check` (schema, safety scan, size),
+`canonicalize` (RFC 8785), `cursor`, `verify_export`. Identities live in the
+same state directory as the `selfcap` command's (`Identity`), and `Client`
+talks to a service as the command does (local first, signed reads of private
+capsules). The whole command line, `selfcap mcp` included, is the `selfcap`
+console script.
+"""
+
+import json
+import os
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any, Dict, List, Optional, Union
+
+from . import _native
+from ._errors import (
+    ClaimLaterError,
+    LocalError,
+    NotFoundError,
+    ProtocolError,
+    ReadSignatureError,
+    Rejected,
+    SelfcapError,
+    UnavailableError,
+    UnverifiedError,
+    from_native,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "Accepted",
+    "ClaimLaterError",
+    "Client",
+    "Head",
+    "Identity",
+    "LocalError",
+    "NotFoundError",
+    "ProtocolError",
+    "ReadSignatureError",
+    "Rejected",
+    "Report",
+    "SelfcapError",
+    "UnavailableError",
+    "UnverifiedError",
+    "canonicalize",
+    "check",
+    "cursor",
+    "template",
+    "verify_export",
+]
+
+Json = Any
+StrPath = Union[str, "PathLike[str]"]
+
+
+def _text(obj: Json) -> str:
+    """JSON text of a Python value, as a Python client would send it. Floats keep
+    their shortest round-trip form, so the core reads the same double; NaN and
+    infinities are refused (JSON has none)."""
+    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
+
+def canonicalize(obj: Json) -> bytes:
+    """The RFC 8785 canonical bytes of `obj` (what is hashed and signed)."""
+    return _native.canonicalize(_text(obj))
+
+
+def cursor(capsule: Json) -> str:
+    """`"sha256:"` + the hex SHA-256 of the capsule's canonical bytes."""
+    return _native.cursor(_text(capsule))
+
+
+def check(capsule: Json, tier: str = "free") -> None:
+    """Runs the service's checks of a capsule on its own, in its order: the
+    self_capsule_v0 schema, the safety scan, then the size limit of `tier`
+    ("free", "pro", "plus"). Returns None when the service would accept the
+    capsule; raises `Rejected` with the codes, findings and status it would
+    answer otherwise."""
+    refused = _native.check(_text(capsule), tier)
+    if refused is not None:
+        raise Rejected(json.loads(refused))
+
+
+def template(agent_id: str) -> Dict[str, Any]:
+    """A minimal valid capsule for `agent_id`, to start from (as `selfcap template`)."""
+    return json.loads(_native.template(agent_id))
+
+
+@dataclass(frozen=True)
+class Report:
+    """A history verification report (the body of verify.json): `valid` only
+    when every check passed; `failing` names the checks that did not."""
+
+    agent_id: str
+    valid: bool
+    level: str
+    cursor: Optional[str]
+    seq: Optional[int]
+    checks: Dict[str, Any]
+    warnings: List[str]
+    withheld: List[int] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def failing(self) -> List[str]:
+        """The checks that failed, in the report's fixed order."""
+        return [name for name, c in self.checks.items() if not c.get("ok")]
+
+    def __bool__(self) -> bool:
+        return self.valid
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Report":
+        return cls(
+            agent_id=d.get("agent_id", ""),
+            valid=bool(d.get("valid")),
+            level=d.get("level", ""),
+            cursor=d.get("cursor"),
+            seq=d.get("seq"),
+            checks=dict(d.get("checks") or {}),
+            warnings=list(d.get("warnings") or []),
+            withheld=list(d.get("withheld") or []),
+            raw=d,
+        )
+
+
+def verify_export(export: Json, keyring: Optional[Json] = None) -> Report:
+    """Verifies an export bundle (export.json) offline, as `selfcap verify
+    --export` does: against `keyring` (a saved GET /api/v1/self/keys body) when
+    given, else against the bundle's own keys (with a warning in the report).
+    Never raises for a bundle that does not verify: read `Report.valid`."""
+    keys = None if keyring is None else _text(keyring)
+    return Report.from_dict(json.loads(_native.verify_export(_text(export), keys)))
+
+
+class Identity:
+    """An agent's Ed25519 identity in a state directory, the same one the
+    `selfcap` command uses (`$SELFCAP_HOME/<agent_id>`, default
+    `~/.selfcap/<agent_id>`). The private key never leaves its file."""
+
+    def __init__(self, agent_id: str, public_key: str, state_dir: str) -> None:
+        self.agent_id = agent_id
+        self.public_key = public_key
+        self.state_dir = state_dir
+
+    def __repr__(self) -> str:
+        return f"Identity(agent_id={self.agent_id!r}, state_dir={self.state_dir!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and (self.agent_id, self.state_dir) == (
+            other.agent_id,
+            other.state_dir,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.agent_id, self.state_dir))
+
+    @classmethod
+    def _from(cls, text: str) -> "Identity":
+        d = json.loads(text)
+        return cls(d["agent_id"], d["public_key"], d["state_dir"])
+
+    @classmethod
+    def create(cls, home: Optional[StrPath] = None) -> "Identity":
+        """A new identity in `home` (default: $SELFCAP_HOME, else ~/.selfcap),
+        as `selfcap keygen` makes it."""
+        return cls._from(_call(_native.identity_create, _path(home)))
+
+    @classmethod
+    def load(cls, home: Optional[StrPath] = None, agent: Optional[str] = None) -> "Identity":
+        """The identity in `home` (default as for `create`); `agent` (an agent id
+        or a unique prefix) picks one when there are several."""
+        return cls._from(_call(_native.identity_load, _path(home), agent))
+
+
+def _path(p: Optional[StrPath]) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+def _call(fn: Any, *args: Any) -> Any:
+    """Calls the native module, turning its failure into this package's exception."""
+    try:
+        return fn(*args)
+    except _native.NativeError as e:
+        raise from_native(e) from None
+
+
+@dataclass(frozen=True)
+class Head:
+    """An agent's head.json: its current `cursor` and `seq`, its tier and write
+    quota. `etag` is what to pass back to `Client.head(etag=...)`."""
+
+    agent_id: str
+    cursor: str
+    seq: int
+    changed: bool
+    tier: str
+    raw: Dict[str, Any] = field(repr=False)
+
+    @property
+    def etag(self) -> str:
+        return self.cursor.split(":", 1)[-1]
+
+    @property
+    def writes(self) -> Dict[str, Any]:
+        """The write quota as of this read (`used`, `limit`, `remaining`, ...)."""
+        return dict(self.raw.get("writes") or {})
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Head":
+        return cls(d["agent_id"], d["cursor"], d["seq"], bool(d.get("changed")), d.get("tier", "free"), d)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A publish: the `seq` and `cursor` now current. `sent` is False when the
+    capsule equalled the last accepted one (nothing was sent, no write spent);
+    `body` is the service's accepted-write answer when one was sent."""
+
+    seq: int
+    cursor: str
+    sent: bool
+    confirmed_from_head: bool = False
+    body: Optional[Dict[str, Any]] = field(default=None, repr=False)
+
+
+class Client:
+    """A Self Capsule service at `url`, for `identity` (default: the one the
+    `selfcap` command would use: $SELFCAP_STATE_DIR, else the only identity in
+    $SELFCAP_HOME or ~/.selfcap). Reads of other agents need no identity;
+    reads of a private capsule are signed when this identity has a key.
+    Every call blocks (with the GIL released) for at most `timeout` seconds
+    per request, retrying network errors and 5xx `retries` times."""
+
+    def __init__(
+        self, url: str, identity: Optional[Identity] = None, timeout: float = 30, retries: int = 3
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.identity = identity
+        self.timeout = timeout
+        self._cfg = json.dumps(
+            {
+                "url": self.url,
+                "state_dir": identity.state_dir if identity is not None else None,
+                "timeout": float(timeout),
+                "retries": int(retries),
+            }
+        )
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r}, identity={self.identity!r})"
+
+    def bootstrap(self) -> Dict[str, Any]:
+        """Registers this identity with the service (stateless there) and stores
+        its URLs, as `selfcap bootstrap`."""
+        return json.loads(_call(_native.client_bootstrap, self._cfg))
+
+    def publish(self, capsule: Json) -> Accepted:
+        """Local first: checks the capsule as the service would, saves it as this
+        identity's desired capsule (capsule.json), then signs it with the next seq
+        and sends it unless it equals the last accepted one. Raises `Rejected`
+        (locally or from the service; the capsule stays saved), or another
+        `SelfcapError` when the service cannot be reached."""
+        out = json.loads(_call(_native.client_publish, self._cfg, _text(capsule)))
+        return Accepted(out["seq"], out["cursor"], out["sent"], out["confirmed_from_head"], out["accepted"])
+
+    def head(self, agent_id: Optional[str] = None, etag: Optional[str] = None) -> Optional[Head]:
+        """An agent's head (default: this identity's). With `etag` (a previous
+        `Head.etag` or cursor): None while nothing changed (HTTP 304)."""
+        out = json.loads(_call(_native.client_head, self._cfg, agent_id, etag))
+        return None if out is None else Head.from_dict(out)
+
+    def read(self, agent_id: Optional[str] = None) -> Dict[str, Any]:
+        """An agent's capsule (default: this identity's), checked against its cursor."""
+        return json.loads(_call(_native.client_read, self._cfg, agent_id))
+
+    def history(
+        self, agent_id: Optional[str] = None, since: Optional[str] = None, limit: Optional[int] = None
+    ) -> Dict[str, Any]:
+        """One page of an agent's retained versions, newest first (history.json):
+        `versions`, `retained`, `pruned`, `next`; `since` a cursor."""
+        return json.loads(_call(_native.client_history, self._cfg, agent_id, since, limit))
+
+    def export(self, agent_id: Optional[str] = None) -> Dict[str, Any]:
+        """An agent's history as an offline-verifiable bundle (export.json)."""
+        return json.loads(_call(_native.client_export, self._cfg, agent_id))
+
+    def rehydrate(self, format: str = "text") -> str:
+        """Local-first rehydration after a restart: the newer of this identity's
+        local copy and the service's, stored locally, as the deterministic recovery
+        prompt ("text" or "markdown"). Works offline from the local copy."""
+        return json.loads(_call(_native.client_rehydrate, self._cfg, format))["prompt"]
+
+    def verify(self, agent_id: Optional[str] = None) -> Report:
+        """Downloads an agent's export and verifies it locally against the
+        service's published keyring (as `selfcap verify`)."""
+        return Report.from_dict(json.loads(_call(_native.client_verify, self._cfg, agent_id)))

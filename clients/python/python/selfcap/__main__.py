@@ -1,0 +1,5 @@
+"""`python -m selfcap`: the same as the `selfcap` command."""
+
+from ._cli import main
+
+main()

@@ -1,0 +1,438 @@
+//! `selfcap._native`: the Python package's native module. Glue only: every
+//! decision is the root crate's (`self_capsule::core`, `self_capsule::client`,
+//! `self_capsule::cli`); this file moves values across.
+//!
+//! Values cross as JSON text: Python's `json.dumps` on the way in (so the
+//! core parses exactly the text a Python client would send, numbers
+//! included), `json.loads` of this side's answers on the way out. A failure
+//! of the client library is raised as `NativeError` whose one argument is a
+//! JSON object (`kind`, `message`, `exit_code`, and for a refused write the
+//! rejection), turned into the package's exception classes in Python
+//! (`selfcap/_errors.py`).
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use self_capsule::client::http::UreqTransport;
+use self_capsule::client::{
+    self, BackoffPolicy, Client, Error, HeadOutcome, Location, PublishOutcome, PutOptions,
+    Rejected, StateDir,
+};
+use self_capsule::core::crypto::AgentId;
+use self_capsule::core::jcs;
+use self_capsule::core::json::{self, Json};
+use self_capsule::core::limits::{Tier, TierTable};
+use self_capsule::core::render::{self, Format};
+use self_capsule::core::write;
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+create_exception!(
+    _native,
+    NativeError,
+    PyException,
+    "A failure of the client library; its argument is a JSON object."
+);
+
+/// The whole `selfcap` command line on `args` (`args[0]` is the program's
+/// name), with the GIL released: the process's exit code.
+#[pyfunction]
+fn run_cli(py: Python<'_>, args: Vec<OsString>) -> i32 {
+    py.detach(move || self_capsule::cli::run(args))
+}
+
+/// Parses JSON text with the core's parser (the service's own).
+fn parse(text: &str) -> PyResult<Json> {
+    json::parse_str(text).map_err(|e| PyValueError::new_err(format!("not acceptable JSON: {e}")))
+}
+
+/// RFC 8785 canonical bytes of a JSON text.
+#[pyfunction]
+fn canonicalize<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(py, &jcs::canonical_bytes(&parse(text)?)))
+}
+
+/// `"sha256:"` + hex SHA-256 of the canonical bytes of a JSON text.
+#[pyfunction]
+fn cursor(text: &str) -> PyResult<String> {
+    Ok(jcs::cursor(&parse(text)?))
+}
+
+/// The service's checks of a capsule on its own, for `tier`: schema, safety,
+/// size (`core::write::check_capsule_in_tier`). `None` when it passes, else
+/// the rejection body (JSON) the service would answer, with `what_to_do`.
+#[pyfunction]
+#[pyo3(signature = (text, tier = "free"))]
+fn check(py: Python<'_>, text: &str, tier: &str) -> PyResult<Option<String>> {
+    let tier = Tier::from_name(tier).ok_or_else(|| {
+        let names: Vec<&str> = Tier::ALL.iter().map(|t| t.as_str()).collect();
+        PyValueError::new_err(format!(
+            "unknown tier {tier:?} (one of: {})",
+            names.join(", ")
+        ))
+    })?;
+    let capsule = parse(text)?;
+    let limits = *TierTable::default().get(tier);
+    Ok(py.detach(move || {
+        write::check_capsule_in_tier(&capsule, tier, &limits)
+            .err()
+            .map(|r| rejection_json(&Rejected::refused_locally(r)).to_string())
+    }))
+}
+
+/// A refused write as the Python `Rejected` is built from: the body, and
+/// what to do about each code (the service's bot actions, once each).
+fn rejection_json(r: &Rejected) -> Value {
+    let mut body = serde_json::to_value(r).unwrap_or_else(|_| json!({}));
+    let mut what_to_do: Vec<&str> = Vec::new();
+    for (_, action) in r.actions() {
+        if !what_to_do.contains(&action) {
+            what_to_do.push(action);
+        }
+    }
+    body["what_to_do"] = json!(what_to_do);
+    body["exit_code"] = json!(client::ExitCode::for_class(r.class()).code());
+    body
+}
+
+/// Verifies an export bundle offline (`client::verify_bundle`, as
+/// `selfcap verify --export`): against `keyring` (a `GET
+/// /api/v1/self/keys` body) when given, else the bundle's own keys. The
+/// report, as JSON.
+#[pyfunction]
+#[pyo3(signature = (export, keyring = None))]
+fn verify_export(py: Python<'_>, export: &str, keyring: Option<&str>) -> PyResult<String> {
+    let bundle = parse(export)?;
+    let trusted = keyring
+        .map(|k| {
+            client::keyring_of(&parse(k)?)
+                .map_err(|e| PyValueError::new_err(format!("not a keyring: {e}")))
+        })
+        .transpose()?;
+    let report = py.detach(move || client::verify_bundle(&bundle, trusted, None));
+    serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A minimal valid capsule for `agent` (as `selfcap template`), as JSON.
+#[pyfunction]
+fn template(agent: &str) -> PyResult<String> {
+    let Some(agent) = agent_arg(Some(agent))? else {
+        return Err(PyValueError::new_err("an agent id is needed"));
+    };
+    Ok(jcs::canonicalize(&client::template(&agent)))
+}
+
+/// A client library failure as `NativeError`.
+fn raise(e: Error) -> PyErr {
+    let kind = match &e {
+        Error::Local(_) => "local",
+        Error::Unavailable(_) => "unavailable",
+        Error::Protocol(_) => "protocol",
+        Error::Rejected(_) => "rejected",
+        Error::NotFound(_) => "not_found",
+        Error::Unverified(_) => "unverified",
+        Error::ReadSignature(_) => "read_signature",
+        Error::ClaimLater(_) => "claim_later",
+    };
+    let mut v = json!({
+        "kind": kind,
+        "message": e.to_string(),
+        "exit_code": e.exit_code().code(),
+    });
+    if let Error::Rejected(r) = &e {
+        v["rejection"] = rejection_json(r);
+    }
+    NativeError::new_err(v.to_string())
+}
+
+/// Where identities live, as the CLI finds them: the arguments, else
+/// `SELFCAP_STATE_DIR` (when neither is given), `SELFCAP_HOME` and
+/// `SELFCAP_AGENT`, as the CLI's options default to them.
+fn location(home: Option<PathBuf>, agent: Option<String>) -> Location {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let state_dir = match (&home, &agent) {
+        (None, None) => env("SELFCAP_STATE_DIR").map(PathBuf::from),
+        _ => None,
+    };
+    Location {
+        home: home.or_else(|| env("SELFCAP_HOME").map(PathBuf::from)),
+        state_dir,
+        agent: agent.or_else(|| env("SELFCAP_AGENT").and_then(|a| a.into_string().ok())),
+    }
+}
+
+/// An identity as JSON: agent id, public key, state directory.
+fn identity_json(dir: &client::StateDir, key: &self_capsule::core::crypto::AgentKey) -> String {
+    json!({
+        "agent_id": key.agent_id().as_str(),
+        "public_key": key.public_key().to_hex(),
+        "state_dir": dir.path().display().to_string(),
+    })
+    .to_string()
+}
+
+/// A new identity (as `selfcap keygen`).
+#[pyfunction]
+#[pyo3(signature = (home = None))]
+fn identity_create(home: Option<PathBuf>) -> PyResult<String> {
+    let (dir, key) = Client::keygen(&location(home, None)).map_err(raise)?;
+    Ok(identity_json(&dir, &key))
+}
+
+/// An existing identity (as every other `selfcap` command finds it).
+#[pyfunction]
+#[pyo3(signature = (home = None, agent = None))]
+fn identity_load(home: Option<PathBuf>, agent: Option<String>) -> PyResult<String> {
+    let dir = location(home, agent).find().map_err(raise)?;
+    let key = dir.load_key().map_err(raise)?;
+    Ok(identity_json(&dir, &key))
+}
+
+/// What a Python `selfcap.Client` was made with (JSON from Python).
+#[derive(serde::Deserialize)]
+struct Config {
+    /// The service's base URL.
+    url: String,
+    /// The identity's state directory (`Client(identity=…)`), else found as
+    /// the CLI finds it.
+    state_dir: Option<PathBuf>,
+    /// Per-request timeout, seconds.
+    timeout: f64,
+    /// Retries after a network error or a 5xx.
+    retries: u32,
+}
+
+/// A client library `Client` for `cfg`, as the CLI configures one (no
+/// 429 wait: a back-off is reported at once). With an `agent` to read and
+/// no usable identity, an anonymous reader (the CLI's `reader_client`).
+fn client_for(cfg: &Config, agent: Option<&AgentId>) -> Result<Client, Error> {
+    let loc = match &cfg.state_dir {
+        Some(d) => Location {
+            home: None,
+            state_dir: Some(d.clone()),
+            agent: None,
+        },
+        None => location(None, None),
+    };
+    let state = match (loc.find(), agent) {
+        (Ok(s), _) => s,
+        (Err(_), Some(_)) => StateDir::new(loc.home_dir()?),
+        (Err(e), None) => return Err(e),
+    };
+    let timeout = Duration::from_secs_f64(cfg.timeout.clamp(0.001, 86_400.0));
+    Ok(Client::new(state)
+        .with_base_url(Some(cfg.url.trim_end_matches('/').to_string()))
+        .with_transport(Box::new(UreqTransport::new(timeout)))
+        .with_policy(BackoffPolicy {
+            max_attempts: cfg.retries.saturating_add(1),
+            max_quota_wait: Duration::ZERO,
+            ..BackoffPolicy::default()
+        }))
+}
+
+fn config(cfg: &str) -> PyResult<Config> {
+    serde_json::from_str(cfg).map_err(|e| PyValueError::new_err(format!("client config: {e}")))
+}
+
+/// An optional agent id argument, checked.
+fn agent_arg(agent: Option<&str>) -> PyResult<Option<AgentId>> {
+    agent
+        .map(|a| {
+            AgentId::parse(a).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "not an agent id: {a:?} (expected 64 lowercase hex characters)"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// Runs `f` on a client for `cfg` with the GIL released; its answer (JSON
+/// text), or the failure as `NativeError`.
+fn with_client(
+    py: Python<'_>,
+    cfg: &str,
+    agent: Option<&str>,
+    f: impl FnOnce(&Client, Option<&AgentId>) -> Result<String, Error> + Send,
+) -> PyResult<String> {
+    let cfg = config(cfg)?;
+    let agent = agent_arg(agent)?;
+    py.detach(move || {
+        let c = client_for(&cfg, agent.as_ref())?;
+        f(&c, agent.as_ref())
+    })
+    .map_err(raise)
+}
+
+/// JSON text of a serde value (the wire types: integers stay integers).
+fn text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+/// A core JSON value as a serde one, through its canonical text, so an
+/// integral number reaches Python as an int (RFC 8785 prints it so).
+fn value(v: &Json) -> Value {
+    serde_json::from_str(&jcs::canonicalize(v)).unwrap_or(Value::Null)
+}
+
+/// `POST /api/v1/self/bootstrap` (as `selfcap bootstrap`).
+#[pyfunction]
+fn client_bootstrap(py: Python<'_>, cfg: &str) -> PyResult<String> {
+    with_client(py, cfg, None, |c, _| c.bootstrap().map(|b| text(&b)))
+}
+
+/// Local first, as `selfcap set` then `selfcap publish`: the local
+/// pre-check, the capsule saved as the desired one, then signed with the
+/// next seq and sent unless it equals the last accepted one. The answer:
+/// `{"accepted": body|null, "seq", "cursor", "sent", "confirmed_from_head"}`.
+#[pyfunction]
+fn client_publish(py: Python<'_>, cfg: &str, capsule: &str) -> PyResult<String> {
+    let capsule = parse(capsule)?;
+    with_client(py, cfg, None, move |c, _| {
+        c.set_desired(&capsule, false)?;
+        Ok(text(&match c.publish(&PutOptions::default(), false)? {
+            PublishOutcome::Clean { seq, cursor } => json!({
+                "accepted": null, "seq": seq, "cursor": cursor, "sent": false,
+                "confirmed_from_head": false,
+            }),
+            PublishOutcome::Published(r) => json!({
+                "seq": r.accepted.seq, "cursor": r.accepted.cursor, "sent": true,
+                "confirmed_from_head": r.confirmed_from_head, "accepted": r.accepted,
+            }),
+        }))
+    })
+}
+
+/// `GET head.json`, conditional on `etag` (a cursor, its hex, or an ETag
+/// value) when given: the head, or `null` on 304.
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None, etag = None))]
+fn client_head(
+    py: Python<'_>,
+    cfg: &str,
+    agent: Option<&str>,
+    etag: Option<&str>,
+) -> PyResult<String> {
+    let etag = etag.map(|e| {
+        let e = e.trim().trim_start_matches("W/").trim_matches('"');
+        jcs::cursor_hex(e).to_string()
+    });
+    with_client(py, cfg, agent, move |c, agent| {
+        let target = match agent {
+            Some(a) => a.clone(),
+            None => c.agent_id()?,
+        };
+        match c.fetch_head(&target, etag.as_deref())? {
+            Some(HeadOutcome::Changed { head }) => Ok(text(&head)),
+            Some(HeadOutcome::Unchanged { .. }) => Ok("null".into()),
+            None => Err(Error::NotFound(format!(
+                "no capsule published yet for agent {target}, or it is private and this \
+                 identity is not granted READ_HEAD"
+            ))),
+        }
+    })
+}
+
+/// `GET capsule.json`: the capsule's canonical text, checked against its
+/// ETag (signed when it may be private).
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None))]
+fn client_read(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<String> {
+    with_client(py, cfg, agent, |c, agent| {
+        c.get(agent).map(|f| jcs::canonicalize(&f.capsule))
+    })
+}
+
+/// `GET history.json`: one page, as served.
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None, since = None, limit = None))]
+fn client_history(
+    py: Python<'_>,
+    cfg: &str,
+    agent: Option<&str>,
+    since: Option<String>,
+    limit: Option<u32>,
+) -> PyResult<String> {
+    with_client(py, cfg, agent, move |c, agent| {
+        c.history(agent, since.as_deref(), limit)
+            .map(|page| text(&page))
+    })
+}
+
+/// `GET export.json`, parsed.
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None))]
+fn client_export(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<String> {
+    with_client(py, cfg, agent, |c, agent| {
+        c.export(agent).map(|bundle| jcs::canonicalize(&bundle))
+    })
+}
+
+/// Local-first rehydration (as `selfcap rehydrate`): `{"prompt", "seq",
+/// "cursor", "side", "offline", "warnings", "capsule"}`; the prompt is the
+/// core's rendering, in `format` ("text" or "markdown").
+#[pyfunction]
+#[pyo3(signature = (cfg, format = "text"))]
+fn client_rehydrate(py: Python<'_>, cfg: &str, format: &str) -> PyResult<String> {
+    let format = match format {
+        "text" => Format::Text,
+        "markdown" => Format::Markdown,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown format {other:?} (text or markdown)"
+            )))
+        }
+    };
+    with_client(py, cfg, None, move |c, _| {
+        let r = c.rehydrate()?;
+        let mut prompt = render::render(&r.typed, format);
+        if !prompt.ends_with('\n') {
+            prompt.push('\n');
+        }
+        Ok(text(&json!({
+            "prompt": prompt,
+            "seq": r.seq,
+            "cursor": r.cursor,
+            "side": match r.side { client::Side::Local => "local", client::Side::Server => "service" },
+            "offline": r.offline,
+            "warnings": r.warnings,
+            "capsule": value(&r.capsule),
+        })))
+    })
+}
+
+/// Downloads an agent's export and verifies it offline against the
+/// service's published keyring (as `selfcap verify`): the report.
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None))]
+fn client_verify(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<String> {
+    with_client(py, cfg, agent, |c, agent| {
+        c.verify(agent, None).map(|r| text(&r))
+    })
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NativeError", m.py().get_type::<NativeError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(canonicalize, m)?)?;
+    m.add_function(wrap_pyfunction!(cursor, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_export, m)?)?;
+    m.add_function(wrap_pyfunction!(template, m)?)?;
+    m.add_function(wrap_pyfunction!(identity_create, m)?)?;
+    m.add_function(wrap_pyfunction!(identity_load, m)?)?;
+    m.add_function(wrap_pyfunction!(client_bootstrap, m)?)?;
+    m.add_function(wrap_pyfunction!(client_publish, m)?)?;
+    m.add_function(wrap_pyfunction!(client_head, m)?)?;
+    m.add_function(wrap_pyfunction!(client_read, m)?)?;
+    m.add_function(wrap_pyfunction!(client_history, m)?)?;
+    m.add_function(wrap_pyfunction!(client_export, m)?)?;
+    m.add_function(wrap_pyfunction!(client_rehydrate, m)?)?;
+    m.add_function(wrap_pyfunction!(client_verify, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,62 @@
+"""The installed `selfcap mcp` as an LLM client starts it (`"command":
+"selfcap", "args": ["mcp"]`), driven by the official MCP Python SDK."""
+
+import asyncio
+import json
+import os
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from conftest import selfcap_command
+
+# The local door's tools (docs/MCP.md): the public MCP server's names.
+TOOLS = {
+    "self_bootstrap",
+    "self_rehydrate",
+    "self_read",
+    "self_write",
+    "self_subscribe",
+    "self_history",
+    "self_checkpoint",
+    "self_verify",
+    "self_upgrade",
+}
+
+
+def session_run(home, body):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SELFCAP_")}
+    env["SELFCAP_HOME"] = str(home)
+    params = StdioServerParameters(command=selfcap_command(), args=["mcp", "--no-import"], env=env)
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                return await body(session, init)
+
+    return asyncio.run(asyncio.wait_for(main(), timeout=60))
+
+
+def test_tools_list_through_the_official_client(home):
+    async def body(session, init):
+        assert init.server_info.name == "selfcap"
+        listed = await session.list_tools()
+        return {t.name: t for t in listed.tools}
+
+    tools = session_run(home, body)
+    assert set(tools) == TOOLS
+    assert all(t.description and t.input_schema.get("type") == "object" for t in tools.values())
+
+
+def test_a_tool_call_without_an_identity_is_a_tool_error_not_a_crash(home):
+    async def body(session, _init):
+        result = await session.call_tool("self_read", {})
+        return result
+
+    result = session_run(home, body)
+    assert result.is_error
+    text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+    assert text, "the error says what went wrong"
+    # The reader can parse it: the local tools answer JSON.
+    json.loads(text)

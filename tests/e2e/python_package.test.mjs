@@ -1,0 +1,96 @@
+// The Python package (clients/python/): builds its wheel with maturin, installs
+// the wheel (never the source tree) with pytest and the official MCP SDK into a
+// fresh virtual environment, and runs the package's pytest files there against
+// the Worker in workerd (SELFCAP_TEST_URL): the offline API on the conformance
+// vectors, the installed `selfcap` command and `selfcap mcp`, and `Client`
+// through the whole loop. scripts/install-tools.sh installs maturin and
+// downloads the test libraries' wheels into clients/python/.tools; without them
+// this fails, it never skips.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startWorker } from "./harness.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const PKG = path.join(ROOT, "clients", "python");
+const TOOLS = path.join(PKG, ".tools");
+const MATURIN = path.join(TOOLS, "venv", "bin", "maturin");
+const WHEELS = path.join(TOOLS, "wheels");
+const WORK = path.join(PKG, ".test");
+const DIST = path.join(WORK, "dist");
+const VENV = path.join(WORK, "venv");
+const LOOPBACK = { NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost" };
+
+/** Runs a command to its end: {code, stdout, stderr, ms}; output also streamed on failure. */
+function sh(cmd, args, { env = {}, cwd = ROOT } = {}) {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
+  });
+}
+
+function ok(r, what) {
+  assert.equal(r.code, 0, `${what} failed (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
+  return r;
+}
+
+let w;
+let base;
+
+before(async () => {
+  w = await startWorker();
+  base = String(await w.mf.ready).replace(/\/$/, "");
+});
+
+after(async () => {
+  await w?.close();
+});
+
+test("the wheel builds, installs into a fresh venv, and its pytest suite passes against the Worker", async (t) => {
+  assert.ok(existsSync(MATURIN), `${MATURIN} missing: run scripts/install-tools.sh`);
+  assert.ok(existsSync(WHEELS), `${WHEELS} missing: run scripts/install-tools.sh`);
+  rmSync(WORK, { recursive: true, force: true });
+  mkdirSync(DIST, { recursive: true });
+
+  // The dev profile: it reuses what `cargo test` and `cargo build` compiled.
+  const build = ok(
+    await sh(MATURIN, ["build", "--locked", "--profile", "dev", "--strip", "-m", path.join(PKG, "Cargo.toml"), "--out", DIST]),
+    "maturin build",
+  );
+  const wheels = readdirSync(DIST).filter((f) => f.endsWith(".whl"));
+  assert.equal(wheels.length, 1, `one wheel expected in ${DIST}: ${wheels}`);
+  assert.match(wheels[0], /^selfcap-[0-9.]+-cp39-abi3-/, "an abi3 wheel for CPython >= 3.9");
+
+  const venv = ok(await sh("python3", ["-m", "venv", VENV]), "python3 -m venv");
+  const py = path.join(VENV, "bin", "python");
+  const install = ok(
+    await sh(py, [
+      "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
+      "--find-links", WHEELS, path.join(DIST, wheels[0]), "-r", path.join(PKG, "tests", "requirements.txt"),
+    ]),
+    "pip install (offline, from the built wheel)",
+  );
+
+  // From a directory outside the source tree, so `import selfcap` can only find the installed wheel.
+  const pytest = await sh(
+    py,
+    ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", path.join(PKG, "tests")],
+    { cwd: WORK, env: { ...LOOPBACK, SELFCAP_TEST_URL: base, SELFCAP_VECTORS: path.join(ROOT, "tests", "vectors") } },
+  );
+  t.diagnostic(`maturin build ${build.ms} ms, venv ${venv.ms} ms, pip install ${install.ms} ms, pytest ${pytest.ms} ms`);
+  t.diagnostic(`pytest: ${pytest.stdout.trim().split("\n").at(-1)}`);
+  ok(pytest, "pytest");
+  // pytest exits 5 when it collected nothing; a pass must have run the suite.
+  const passed = Number(/(\d+) passed/.exec(pytest.stdout)?.[1] ?? 0);
+  assert.ok(passed > 100, `pytest ran only ${passed} tests:\n${pytest.stdout}`);
+  assert.doesNotMatch(pytest.stdout, /skipped/, "no test may skip");
+});
