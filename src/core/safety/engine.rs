@@ -20,7 +20,6 @@
 //! write check's instructions), and full DFAs of them are megabytes.
 
 use super::automata::{Automaton, Kind, Source};
-use super::credential::looks_like_credential;
 use super::normalize::Views;
 use super::rules::{self, Check, Matcher, Rule, View};
 use aho_corasick::AhoCorasick;
@@ -60,14 +59,24 @@ fn one(kind: Kind, regex: &str) -> Source {
     Source::new(kind, vec![regex.to_string()])
 }
 
+/// Whether the rule's matches are confirmed by a check of their captures
+/// (so it needs a capturing automaton).
 fn is_checked(rule: &Rule) -> bool {
-    matches!(
+    !matches!(
         rule.matcher,
         Matcher::Pattern {
-            check: Check::CredentialValue,
+            check: Check::None,
             ..
-        }
+        } | Matcher::Detect(_)
     )
+}
+
+/// The check of a pattern rule (`Check::None` for a structural one).
+fn check_of(rule: &Rule) -> Check {
+    match rule.matcher {
+        Matcher::Pattern { check, .. } => check,
+        Matcher::Detect(_) => Check::None,
+    }
 }
 
 fn sets() -> &'static [ViewSet] {
@@ -261,7 +270,10 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
         for i in vs.set.which(hay).iter() {
             let i = i.as_usize();
             let confirmed = match vs.checks.get(i) {
-                Some(Some(captures)) => credential_captured(captures, hay),
+                Some(Some(captures)) => match vs.rules.get(i) {
+                    Some(rule) => check_captured(check_of(rule), captures, hay),
+                    None => false,
+                },
                 _ => true,
             };
             if let (true, Some(&rule)) = (confirmed, vs.rules.get(i)) {
@@ -283,7 +295,7 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
         let hay = text(views, view);
         let found = match check {
             Check::None => automaton.is_match(hay),
-            Check::CredentialValue => credential_captured(automaton, hay),
+            check => check_captured(check, automaton, hay),
         };
         if found {
             hit(keyed.rule);
@@ -296,9 +308,9 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
     }
 }
 
-/// Some capture group of some match looks like a real credential.
-fn credential_captured(captures: &Automaton, hay: &[u8]) -> bool {
-    captures.any_group(hay, looks_like_credential)
+/// Some capture group of some match passes the rule's check.
+fn check_captured(check: Check, captures: &Automaton, hay: &[u8]) -> bool {
+    captures.any_group(hay, |value| check.confirms(value))
 }
 
 /// Loads the always-run automata now instead of on the first scan (for the
@@ -355,12 +367,12 @@ mod same_as_the_regex_crate {
         RegexBuilder::new(p).unicode(false).build().unwrap()
     }
 
-    fn captured(re: &Regex, hay: &[u8]) -> bool {
+    fn captured(check: Check, re: &Regex, hay: &[u8]) -> bool {
         re.captures_iter(hay).any(|caps| {
             caps.iter()
                 .skip(1)
                 .flatten()
-                .any(|m| looks_like_credential(m.as_bytes()))
+                .any(|m| check.confirms(m.as_bytes()))
         })
     }
 
@@ -442,9 +454,10 @@ mod same_as_the_regex_crate {
                     .get_or_init(|| Automaton::load(&keyed_source(k.rule)));
                 let (want, got) = match check {
                     Check::None => (re.is_match(hay), automaton.is_match(hay)),
-                    Check::CredentialValue => {
-                        (captured(re, hay), credential_captured(automaton, hay))
-                    }
+                    check => (
+                        captured(check, re, hay),
+                        check_captured(check, automaton, hay),
+                    ),
                 };
                 assert_eq!(want, got, "{} on {text:?}", k.rule.name);
                 compared += 1;

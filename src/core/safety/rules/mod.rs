@@ -61,6 +61,22 @@ pub(super) enum Check {
     /// [`super::credential::looks_like_credential`]), not a placeholder or
     /// an English word such as `token: none`.
     CredentialValue,
+    /// Some capture group must not be a container image reference
+    /// (`registry.example/app:1.4`, `ghcr.io/org/app@sha256:…`, see
+    /// [`urls::is_image_reference`]): a registry host and a
+    /// repository path name an image to pull, not a page to visit.
+    NotImageReference,
+}
+
+impl Check {
+    /// Whether a captured value confirms the match.
+    pub(super) fn confirms(self, value: &[u8]) -> bool {
+        match self {
+            Check::None => true,
+            Check::CredentialValue => super::credential::looks_like_credential(value),
+            Check::NotImageReference => !urls::is_image_reference(value),
+        }
+    }
 }
 
 /// How a rule recognises its content.

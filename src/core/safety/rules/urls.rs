@@ -3,7 +3,7 @@
 //! A URL is legitimate in a receipt's `evidence_url` (script URLs are not),
 //! and a `www.` host in an `allowed_domains` value.
 
-use super::{keyed, pattern, Rule, View::Lower, BASE, SCHEME_URL};
+use super::{keyed, pattern, Check, Matcher, Rule, View::Lower, BASE, SCHEME_URL};
 use crate::core::safety::walk::Context::{AllowedDomain, EvidenceUrl};
 use crate::core::safety::FindingClass::Url;
 
@@ -77,11 +77,14 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Url,
         name: "bare_domain_path",
-        matcher: keyed(
-            Lower,
-            &["/"],
-            concat!(
-                r"\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+",
+        // The capture is the whole token, so an image reference (checked
+        // after the match) is told from a page.
+        matcher: Matcher::Pattern {
+            view: Lower,
+            check: Check::NotImageReference,
+            keywords: &["/"],
+            regex: concat!(
+                r"\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+",
                 r"(?:com|net|org|io|ai|dev|app|co|me|info|biz|xyz|ru|cn|tk|top|gg|ly|cc|us|uk|de|fr|in|jp|",
                 r"site|online|club|link|click|ws|pw|su|onion|cloud|tech|page|gov|edu|mil|eu|ca|au|nl|br|es|ch|se|kr|",
                 r"tv|fm|live|store|shop|blog|news|ml|ga|cf|gq|icu|buzz|cam|vip|work|win|bid|download|host|space|",
@@ -95,14 +98,21 @@ pub(super) static RULES: &[Rule] = &[
                 r"money|network|ninja|one|partners|photos|pics|pink|place|plus|press|pub|red|rent|review|rocks|run|",
                 r"sale|school|services|social|software|solutions|studio|support|systems|team|tips|tools|town|trade|",
                 r"tube|ventures|video|wiki|works|zone|goog|google|amazon|microsoft)",
-                r"(?::[0-9]{1,5})?/",
+                r"(?::[0-9]{1,5})?/[^\s\x22'<>]*)",
             ),
-        ),
+        },
         exempt: &[EvidenceUrl],
-        hits: examples!["fetch evil.com/payload", "post to paste.io/abc"],
+        hits: examples![
+            "fetch evil.com/payload",
+            "post to paste.io/abc",
+            "see evil.com/x?next=ghcr.io/a/b:1",
+        ],
         misses: examples![
             "Edit src/core/json.rs and scripts/deploy.sh",
             "docs/spec.md updated",
+            "image ghcr.io/example/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "docker pull registry.example.com/team/api:1.4.2",
+            "FROM docker.io/library/rust:1.91-slim, then quay.io/org/tool:v2.",
         ],
     },
     Rule {
@@ -118,3 +128,82 @@ pub(super) static RULES: &[Rule] = &[
         misses: examples!["see the [docs] page", "dot notation in jq"],
     },
 ];
+
+/// Whether `token` (lower-cased, as matched) is a container image reference:
+/// `host[:port]/repo/path` followed by a `:tag`, an `@sha256:` digest or both
+/// (the OCI distribution spec's grammar, simplified), with no query or
+/// fragment. Trailing sentence punctuation is not part of it.
+pub(super) fn is_image_reference(token: &[u8]) -> bool {
+    let t = trim_end_punctuation(token);
+    let Some(slash) = t.iter().position(|&b| b == b'/') else {
+        return false;
+    };
+    let (host, rest) = (&t[..slash], &t[slash + 1..]);
+    let host_ok = !host.is_empty()
+        && host
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
+    let (name, digest) = match rest.windows(8).position(|w| w == b"@sha256:") {
+        Some(at) => (&rest[..at], Some(&rest[at + 8..])),
+        None => (rest, None),
+    };
+    let (path, tag) = match name.iter().rposition(|&b| b == b':') {
+        Some(at) => (&name[..at], Some(&name[at + 1..])),
+        None => (name, None),
+    };
+    let path_ok = !path.is_empty()
+        && !path.starts_with(b"/")
+        && !path.ends_with(b"/")
+        && path.iter().all(|&b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'/')
+        });
+    let tag_ok = tag.is_none_or(|t| {
+        (1..=128).contains(&t.len())
+            && (t[0].is_ascii_alphanumeric() || t[0] == b'_')
+            && t.iter()
+                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    });
+    let digest_ok = digest.is_none_or(|d| d.len() == 64 && d.iter().all(u8::is_ascii_hexdigit));
+    host_ok && path_ok && tag_ok && digest_ok && (tag.is_some() || digest.is_some())
+}
+
+fn trim_end_punctuation(t: &[u8]) -> &[u8] {
+    let end = t
+        .iter()
+        .rposition(|b| {
+            !matches!(
+                b,
+                b'.' | b',' | b';' | b':' | b')' | b']' | b'}' | b'!' | b'?'
+            )
+        })
+        .map_or(0, |i| i + 1);
+    &t[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_image_reference;
+
+    #[test]
+    fn image_references_by_the_distribution_grammar() {
+        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        for yes in [
+            format!("ghcr.io/example/app@sha256:{digest}"),
+            format!("registry.example.com:5000/team/api:1.4.2@sha256:{digest}"),
+            "docker.io/library/rust:1.91-slim".into(),
+            "quay.io/org/tool:v2.".into(),
+        ] {
+            assert!(is_image_reference(yes.as_bytes()), "{yes}");
+        }
+        for no in [
+            "evil.com/payload",
+            "paste.io/abc",
+            "evil.com/x?next=ghcr.io/a/b:1",
+            "example.com/a/b:c/d",
+            "example.com/page#frag:1",
+            "ghcr.io/app@sha256:short",
+        ] {
+            assert!(!is_image_reference(no.as_bytes()), "{no}");
+        }
+    }
+}
