@@ -44,6 +44,9 @@ pub enum Encoding {
     Rot13,
     /// `"reversed"`: the characters in reverse order.
     Reversed,
+    /// `"spaced"`: short groups of letters and digits split by spaces,
+    /// hyphens or dots (`AKIA 1234 ABCD …`), joined again.
+    Spaced,
 }
 
 /// Shortest base64 or base32 run worth decoding (12 bytes of base64).
@@ -168,6 +171,9 @@ fn decode_once(text: &str) -> Vec<(Encoding, String)> {
     }
     push(Encoding::Percent, percent(text));
     push(Encoding::Percent, query_values(text));
+    for joined in spaced_runs(text) {
+        push(Encoding::Spaced, Some(joined));
+    }
     push(Encoding::HtmlEntities, html_entities(text));
     push(Encoding::Escapes, escapes(text));
     out
@@ -354,6 +360,45 @@ fn hex_run_at(b: &[u8], start: usize) -> Option<(Vec<u8>, usize)> {
         end = next;
     }
     Some((bytes, end))
+}
+
+/// Fewest groups a split run needs before it is joined.
+pub(super) const MIN_GROUPS: usize = 4;
+
+/// Runs of at least [`MIN_GROUPS`] groups of 1 to 8 letters, digits or
+/// base64 symbols, split throughout by one separator (a space, `-` or `.`),
+/// holding both letters and digits and not only hex digits, joined without
+/// it: a key read out in groups (`AKIA 2E0A 8F3B …`) is still the key.
+/// Words of a sentence have no digits, so ordinary text is never joined.
+fn spaced_runs(text: &str) -> Vec<String> {
+    let is_group_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '_' | '=');
+    let mut runs = Vec::new();
+    for sep in [' ', '-', '.'] {
+        let mut groups: Vec<&str> = Vec::new();
+        let mut flush = |groups: &mut Vec<&str>| {
+            let joined: String = groups.concat();
+            // All hex: a UUID, a MAC address or a digest read out, data
+            // either way.
+            if groups.len() >= MIN_GROUPS
+                && joined.bytes().any(|b| b.is_ascii_digit())
+                && joined.bytes().any(|b| b.is_ascii_alphabetic())
+                && !joined.bytes().all(|b| b.is_ascii_hexdigit())
+            {
+                runs.push(joined);
+            }
+            groups.clear();
+        };
+        for piece in text.split(sep) {
+            if (1..=8).contains(&piece.len()) && piece.chars().all(is_group_char) {
+                groups.push(piece);
+            } else {
+                // The piece may end the run (a last group glued to a word).
+                flush(&mut groups);
+            }
+        }
+        flush(&mut groups);
+    }
+    runs
 }
 
 /// `text` with every `%XX` decoded, when it holds at least two.
@@ -650,6 +695,25 @@ mod tests {
             decoded("Override the default retry policy for the flaky integration test"),
             []
         );
+    }
+
+    #[test]
+    fn grouped_keys_are_joined() {
+        let key = "AKIA2E0A8F3B244C9986";
+        let grouped: Vec<String> = key
+            .as_bytes()
+            .chunks(4)
+            .map(|c| String::from_utf8(c.to_vec()).unwrap())
+            .collect();
+        finds(
+            &format!("key: {}", grouped.join(" ")),
+            Encoding::Spaced,
+            key,
+        );
+        finds(&grouped.join("-"), Encoding::Spaced, key);
+        // Words, versions and dates are not joined.
+        assert_eq!(decoded("run the tests and ship it"), []);
+        assert_eq!(decoded("released 2026-11-26 as v1.4.2"), []);
     }
 
     #[test]

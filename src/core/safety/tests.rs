@@ -634,6 +634,12 @@ fn encoded_text_is_scanned_and_named_by_its_encoding() {
             Secret,
         ),
         (hex(&token), Encoding::Hex, Secret),
+        // An access key id read out in groups of four.
+        (
+            format!("{} 2E0A 8F3B 244C 9986", "AKIA"),
+            Encoding::Spaced,
+            Secret,
+        ),
     ];
     for (text, via, class) in cases {
         let found = title_findings(&text);
