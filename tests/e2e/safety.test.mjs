@@ -84,6 +84,10 @@ after(async () => {
   await w?.close();
 });
 
+// The encodings a finding may name (schemas/error.schema.json's safety_finding.via).
+const ENCODINGS = JSON.parse(readFileSync(new URL("../../schemas/error.schema.json", import.meta.url), "utf8"))
+  .$defs.safety_finding.properties.via.enum;
+
 test("unsafe public-corpus texts are rejected with unsafe_content in workerd", async () => {
   const cases = sample("unsafe.tsv");
   assert.ok(cases.length >= 150, `sample too small: ${cases.length}`);
@@ -100,10 +104,17 @@ test("unsafe public-corpus texts are rejected with unsafe_content in workerd", a
       res.json.findings.some((f) => f.class === cls && f.path === path);
     if (hit) {
       detected++;
-      // Findings name class, rule and path; never the matched text.
+      // Findings name class, rule and path (and, for text found decoded,
+      // its encoding); never the matched text.
       assert.ok(!res.text.includes(c.text), "a finding echoed the text");
       for (const f of res.json.findings.filter((f) => f.class)) {
-        assert.deepEqual(Object.keys(f).sort(), ["class", "path", "rule"]);
+        const keys = Object.keys(f).sort();
+        if ("via" in f) {
+          assert.deepEqual(keys, ["class", "path", "rule", "via"]);
+          assert.ok(ENCODINGS.includes(f.via), `via ${f.via}`);
+        } else {
+          assert.deepEqual(keys, ["class", "path", "rule"]);
+        }
       }
     } else {
       missed.push(c.category);
