@@ -267,6 +267,32 @@ pub fn check_capsule(capsule: &Json) -> Result<(), Rejection> {
     Ok(())
 }
 
+/// The size check after [`check_capsule`] for a client's local pre-check:
+/// the capsule's RFC 8785 bytes against its tier's `max_capsule_bytes`, the
+/// refusal [`check`] answers (a test holds the two equal; [`check`] keeps its
+/// own copy so the Worker's code stays as it was, byte for byte).
+pub fn check_size(
+    canonical_len: usize,
+    tier: Tier,
+    max_capsule_bytes: usize,
+) -> Result<(), Rejection> {
+    if canonical_len > max_capsule_bytes {
+        let mut r = Rejection::one(
+            R::CapsuleTooLarge,
+            format!(
+                "canonical capsule is {} bytes; the {} tier allows {}",
+                canonical_len,
+                tier.as_str(),
+                max_capsule_bytes
+            ),
+        );
+        r.max_bytes = Some(max_capsule_bytes);
+        r.observed_bytes = Some(canonical_len as u64);
+        return Err(r);
+    }
+    Ok(())
+}
+
 /// Steps 1-4 only (body cap, JSON, envelope shape, signature): everything
 /// that needs no stored state. The Worker runs this before waking the agent's
 /// Durable Object, so unauthenticated garbage never reaches it.

@@ -362,6 +362,13 @@ fn schema_then_safety_then_size() {
     assert_eq!((codes(&r), r.status()), (vec!["capsule_too_large"], 413));
     assert_eq!(r.max_bytes, Some(4096));
     assert_eq!(r.observed_bytes, Some(jcs::canonicalize(&big).len() as u64));
+    // A client's local pre-check (check_size) refuses it with the same body.
+    let local = check_size(jcs::canonicalize(&big).len(), Tier::Free, 4096).unwrap_err();
+    assert_eq!(
+        serde_json::to_value(&local).unwrap(),
+        serde_json::to_value(&r).unwrap()
+    );
+    assert!(check_size(4096, Tier::Free, 4096).is_ok());
     // The same capsule fits the pro tier.
     let mut pro = AgentState::default();
     pro.paid.credit(Tier::Pro, 30, T0);
