@@ -9,6 +9,8 @@
 // - the full loop from Node against the Worker in workerd (publish, head/304,
 //   read, history, verify, rehydrate, refusals as `Rejected`, a private
 //   capsule read with RFC 9421 signatures by its owner and a granted reader);
+// - watch() by long-poll (Node 20 has no WebSocket) and over the WebSocket
+//   (a Node child with --experimental-websocket);
 // - `verifyExport` catching a tampered export of the running service;
 // - the same library inside a Worker (bundled by wrangler, which picks the
 //   `workerd` entry and uploads the wasm as a module) under Miniflare,
@@ -274,6 +276,100 @@ test("a private capsule: anonymous 404, its owner and a granted reader read it w
   assert.equal((await fetch(url, { headers })).status, 200);
   const replay = await fetch(url, { headers });
   assert.equal(replay.status, 401);
+});
+
+test("watch() by long-poll (Node 20 has no WebSocket): the current head, then each new cursor once, until aborted", async () => {
+  assert.equal(typeof globalThis.WebSocket, "undefined", "this process has no WebSocket, so watch long-polls");
+  const author = sc.Identity.create();
+  const svc = new sc.Client({ url: URL_, identity: author });
+  const c1 = exampleCapsule(author.agentId);
+  const c2 = exampleCapsule(author.agentId, { self_motto: "Watched." });
+  const c3 = exampleCapsule(author.agentId, { self_motto: "Watched again." });
+  await svc.publish(c1);
+  const ac = new AbortController();
+  const it = new sc.Client({ url: URL_ }).watch(author.agentId, { signal: ac.signal, wait: 10 });
+  assert.equal((await it.next()).value.cursor, sc.cursor(c1));
+  const second = it.next();
+  await svc.publish(c2);
+  const h2 = (await second).value;
+  assert.equal(h2.cursor, sc.cursor(c2));
+  assert.equal(h2.seq, 2);
+  const third = it.next();
+  await svc.publish(c2); // the same capsule again: no new cursor, nothing to tell
+  await svc.publish(c3);
+  assert.equal((await third).value.cursor, sc.cursor(c3));
+  const fourth = it.next();
+  ac.abort();
+  assert.equal((await fourth).done, true);
+
+  // A watched capsule that goes private: the anonymous watcher is told it is gone.
+  const gone = new sc.Client({ url: URL_ }).watch(author.agentId, { wait: 10 });
+  assert.equal((await gone.next()).value.cursor, sc.cursor(c3));
+  const refused = assert.rejects(gone.next(), (e) => e instanceof sc.Rejected && e.status === 404);
+  await svc.publish(exampleCapsule(author.agentId, { access_control: { public: false, authorized_readers: [] } }));
+  await refused;
+
+  // Its owner (or a granted reader) goes on watching it, by signed long-polls.
+  const own = new sc.Client({ url: URL_, identity: sc.Identity.fromSeed(author.seedHex()) }).watch(undefined, { wait: 10 });
+  const ownFirst = (await own.next()).value;
+  assert.equal(ownFirst.seq, 5);
+  const ownNext = own.next();
+  const c7 = exampleCapsule(author.agentId, { self_motto: "Private, watched.", access_control: { public: false, authorized_readers: [] } });
+  await svc.publish(c7);
+  assert.equal((await ownNext).value.cursor, sc.cursor(c7));
+  await own.return();
+});
+
+test("watch() over the WebSocket where the runtime has one (Node's --experimental-websocket)", async () => {
+  const author = sc.Identity.create();
+  const svc = new sc.Client({ url: URL_, identity: author });
+  const c1 = exampleCapsule(author.agentId);
+  const c2 = exampleCapsule(author.agentId, { self_motto: "Pushed." });
+  await svc.publish(c1);
+  const script = `
+import { Client } from "selfcap";
+let sockets = 0;
+let polls = 0;
+const W = globalThis.WebSocket;
+globalThis.WebSocket = class extends W { constructor(...a) { super(...a); sockets++; } };
+const fetchCounted = (url, init) => { if (String(url).includes("wait=")) polls++; return fetch(url, init); };
+const client = new Client({ url: process.env.URL, fetch: fetchCounted });
+let n = 0;
+for await (const h of client.watch(process.env.AGENT)) {
+  console.log(JSON.stringify({ cursor: h.cursor, etag: h.etag, sockets, polls }));
+  if (++n === 2) break;
+}
+`;
+  const child = (await import("node:child_process")).spawn(process.execPath, ["--experimental-websocket", "--no-warnings", "--input-type=module", "-e", script], {
+    cwd: PROJECT,
+    env: { ...process.env, ...LOOPBACK, URL: URL_, AGENT: author.agentId },
+  });
+  const lines = [];
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  let wake;
+  child.stdout.on("data", (d) => {
+    lines.push(...String(d).split("\n").filter(Boolean).map((l) => JSON.parse(l)));
+    wake?.();
+  });
+  const exited = new Promise((r) => child.on("exit", r));
+  const lineCount = async (n) => {
+    const end = Date.now() + 10_000;
+    while (lines.length < n && Date.now() < end) await new Promise((r) => { wake = r; setTimeout(r, 200); });
+    assert.ok(lines.length >= n, `${n} line(s) from the watcher: ${JSON.stringify(lines)} ${stderr}`);
+  };
+  try {
+    await lineCount(1);
+    assert.equal(lines[0].cursor, sc.cursor(c1));
+    await svc.publish(c2);
+    await lineCount(2);
+    assert.equal(lines[1].cursor, sc.cursor(c2));
+    assert.equal(lines[1].etag, `"${sc.cursor(c2).slice(7)}"`);
+    assert.deepEqual([lines[1].sockets, lines[1].polls], [1, 0], "pushed over one socket, no long-poll");
+    assert.equal(await exited, 0, stderr);
+  } finally {
+    child.kill();
+  }
 });
 
 test("verifyExport() catches a tampered export of the running service", async () => {

@@ -253,7 +253,7 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-type Answer = { status: number; headers: Headers; text: string };
+type Answer = { status: number; headers: Headers; text: string; signed?: boolean };
 
 const isPrivate = (capsule: unknown): boolean => {
   const ac = (capsule as { access_control?: { public?: unknown } } | null)?.access_control;
@@ -298,11 +298,15 @@ export class Client {
     return this.identity;
   }
 
-  async #send(method: string, url: string, init: { headers?: Record<string, string>; body?: string; signed?: boolean } = {}): Promise<Answer> {
+  async #send(
+    method: string,
+    url: string,
+    init: { headers?: Record<string, string>; body?: string; signed?: boolean; signal?: AbortSignal } = {},
+  ): Promise<Answer> {
     const headers: Record<string, string> = { ...init.headers };
     if (init.signed) Object.assign(headers, this.#needIdentity().signRead(method, url));
-    const res = await this.#fetch(url, { method, headers, body: init.body });
-    return { status: res.status, headers: res.headers, text: await res.text() };
+    const res = await this.#fetch(url, { method, headers, body: init.body, signal: init.signal });
+    return { status: res.status, headers: res.headers, text: await res.text(), signed: init.signed === true };
   }
 
   /** A read of one of `agent`'s documents, signed when it needs to be. */
@@ -385,6 +389,90 @@ export class Client {
   }
 
   /**
+   * Every new head of `agentId` (default: ours), as it is committed: the
+   * current one first (when there is one), then one per change, each cursor
+   * once. Over the WebSocket (`/self/{id}/watch`) where the runtime has one
+   * and the capsule reads unsigned; otherwise (no WebSocket, a private
+   * capsule read with our signature, a socket that fails) by long-poll
+   * (`head.json?wait=`). Network failures are retried with backoff (1 s
+   * doubling to 60 s); it ends when `signal` aborts or the loop breaks, and
+   * throws `Rejected` (404) when the capsule stops being readable to us.
+   */
+  async *watch(agentId?: string, { signal, wait = 25 }: { signal?: AbortSignal; wait?: number } = {}): AsyncGenerator<Head, void, undefined> {
+    const agent = this.#agent(agentId);
+    let last: string | undefined;
+    let etag: string | null = null;
+    let delay = 0;
+    const fresh = (h: Head): boolean => {
+      if (h.cursor === last) return false;
+      last = h.cursor;
+      etag = h.etag ?? `"${h.cursor.slice("sha256:".length)}"`;
+      return true;
+    };
+    const gone = () => new Rejected(404, { error: "capsule_not_found", detail: "the capsule is no longer readable by this client" });
+    const first = await this.#read(agent, "head.json");
+    let signed = first.signed === true;
+    if (first.status === 200) {
+      const h = { ...(JSON.parse(first.text) as Head), etag: first.headers.get("etag") };
+      if (fresh(h)) yield h;
+    } else if (first.status !== 404) {
+      ok(first);
+    }
+    const WS = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
+    let socketFrom = 0; // when the WebSocket may be tried (again)
+    while (!signal?.aborted) {
+      if (WS !== undefined && !signed && Date.now() >= socketFrom) {
+        const url = `${this.url.replace(/^http/, "ws")}/self/${agent}/watch`;
+        const end = yield* socketHeads(WS, url, signal, fresh);
+        if (signal?.aborted) return;
+        if (end.code === 4404) {
+          if (this.identity === undefined) throw gone();
+          signed = true;
+        } else if (!end.delivered) {
+          socketFrom = Date.now() + 300_000; // long-poll for a while, then try again
+        } else {
+          delay = 0;
+        }
+        continue;
+      }
+      const started = Date.now();
+      const q = `head.json?wait=${wait}`;
+      let a: Answer;
+      try {
+        a = await this.#send("GET", `${this.url}/self/${agent}/${q}`, {
+          headers: etag ? { "if-none-match": etag } : {},
+          signed,
+          signal,
+        });
+      } catch {
+        if (signal?.aborted) return;
+        delay = await backoff(delay, signal);
+        continue;
+      }
+      if (a.status === 200) {
+        delay = 0;
+        const h = { ...(JSON.parse(a.text) as Head), etag: a.headers.get("etag") };
+        if (fresh(h)) yield h;
+      } else if (a.status === 304) {
+        delay = 0;
+      } else if (a.status === 404 && errorOf(a) === "capsule_not_found") {
+        if (!signed && this.identity !== undefined) {
+          signed = true;
+        } else if (last !== undefined) {
+          throw gone();
+        } else if (Date.now() - started < 1000) {
+          delay = await backoff(delay, signal); // not held: nothing to read yet, ask again later
+        }
+      } else if (a.status === 429 || a.status >= 500) {
+        const after = Number(a.headers.get("retry-after") ?? 0) * 1000;
+        delay = await backoff(Math.max(delay, after / 2), signal);
+      } else {
+        ok(a);
+      }
+    }
+  }
+
+  /**
    * After a restart: our current capsule from the service, with its
    * recovery prompt (the core's renderer); `null` when we never published.
    */
@@ -397,6 +485,79 @@ export class Client {
     this.#lastSeq = Math.max(this.#lastSeq, h.seq);
     this.#ownPrivate = isPrivate(capsule);
     return { capsule, cursor: cursor(capsule), seq: h.seq, prompt: recoveryPrompt(capsule) };
+  }
+}
+
+/** Sleeps `next` (1 s doubling to 60 s from `delay`), or until `signal` aborts; the new delay. */
+async function backoff(delay: number, signal: AbortSignal | undefined): Promise<number> {
+  const next = Math.min(Math.max(delay * 2, 1000), 60_000);
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(done, next);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done);
+  });
+  return next;
+}
+
+/**
+ * The heads one WebSocket watch delivers (each new cursor once, as `fresh`
+ * says), until it closes: its close code and whether any frame came.
+ */
+async function* socketHeads(
+  WS: typeof WebSocket,
+  url: string,
+  signal: AbortSignal | undefined,
+  fresh: (h: Head) => boolean,
+): AsyncGenerator<Head, { code: number; delivered: boolean }, undefined> {
+  const queue: Array<{ head?: Head; code?: number }> = [];
+  let wake: (() => void) | undefined;
+  const push = (e: { head?: Head; code?: number }) => {
+    queue.push(e);
+    wake?.();
+    wake = undefined;
+  };
+  let ws: WebSocket;
+  try {
+    ws = new WS(url);
+  } catch {
+    return { code: 1006, delivered: false };
+  }
+  let delivered = false;
+  ws.addEventListener("message", (ev: MessageEvent) => {
+    if (typeof ev.data !== "string") return;
+    delivered = true;
+    if (ev.data === "pong") return;
+    try {
+      push({ head: { ...(JSON.parse(ev.data) as Head), etag: null } });
+    } catch {
+      // not a head: ignored
+    }
+  });
+  ws.addEventListener("close", (ev: CloseEvent) => push({ code: ev.code }));
+  ws.addEventListener("error", () => push({ code: 1006 }));
+  const abort = () => push({ code: 1000 });
+  signal?.addEventListener("abort", abort);
+  const ping = setInterval(() => {
+    if (ws.readyState === 1) ws.send("ping");
+  }, 30_000);
+  try {
+    for (;;) {
+      while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      const e = queue.shift()!;
+      if (e.code !== undefined) return { code: e.code, delivered };
+      if (fresh(e.head!)) {
+        e.head!.etag = `"${e.head!.cursor.slice("sha256:".length)}"`;
+        yield e.head!;
+      }
+    }
+  } finally {
+    clearInterval(ping);
+    signal?.removeEventListener("abort", abort);
+    if (ws.readyState <= 1) ws.close();
   }
 }
 
