@@ -14,7 +14,9 @@
 // - `verifyExport` catching a tampered export of the running service;
 // - the same library inside a Worker (bundled by wrangler, which picks the
 //   `workerd` entry and uploads the wasm as a module) under Miniflare,
-//   reading and verifying another agent's capsule over HTTP;
+//   reading and verifying another agent's capsule over HTTP; and in a page
+//   in Chromium (bundled by esbuild: the inlined wasm), publishing,
+//   reading and verifying across origins;
 // - `npx selfcap` running the native CLI from @selfcap/cli-linux-x64, and a
 //   clear message when that optional dependency is missing; `npx selfcap mcp`
 //   answering tools/list and a write through the official MCP SDK client.
@@ -27,6 +29,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
+import { createServer } from "node:http";
+import { chromium } from "playwright-core";
 import { Miniflare } from "miniflare";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -39,6 +43,8 @@ const VERSION = JSON.parse(readFileSync(path.join(ROOT, "clients", "ts", "npm", 
 const TGZ = path.join(ROOT, "build", "npm", `selfcap-${VERSION}.tgz`);
 const CLI_TGZ = path.join(ROOT, "build", "npm", `selfcap-cli-linux-x64-${VERSION}.tgz`);
 const WRANGLER = path.join(ROOT, "node_modules", ".bin", "wrangler");
+const ESBUILD = path.join(ROOT, "node_modules", ".bin", "esbuild");
+const CHROMIUM = process.env.SELFCAP_CHROMIUM ?? "/usr/bin/chromium";
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-npm-"));
 const PROJECT = path.join(TMP, "app");
 const LOOPBACK = { NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost" };
@@ -452,6 +458,58 @@ export default {
     assert.equal(body.report.agent_id, author.agentId);
   } finally {
     await mf.dispose();
+  }
+});
+
+test("in a browser (bundled by esbuild, run by Chromium): publish, read and verify from a page", async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`${CHROMIUM} missing: run scripts/install-browser.sh (apt-get install chromium) or set SELFCAP_CHROMIUM`);
+  }
+  const dir = path.join(TMP, "browser");
+  await newProject(dir, [TGZ]);
+  const template = exampleCapsule("AGENT");
+  writeFileSync(path.join(dir, "page.js"), `
+import { Client, Identity, canonicalize, check, cursor } from "selfcap";
+const out = {};
+try {
+  const me = Identity.create();
+  const capsule = JSON.parse(${JSON.stringify(JSON.stringify(template))}.replace("AGENT", me.agentId));
+  const svc = new Client({ url: new URLSearchParams(location.search).get("service"), identity: me });
+  out.check = check(capsule).ok;
+  out.published = (await svc.publish(capsule)).cursor === cursor(capsule);
+  out.read = canonicalize(await svc.read()) === canonicalize(capsule);
+  out.level = (await svc.verify()).level;
+} catch (e) {
+  out.error = String(e) + " " + e.stack;
+}
+window.result = out;
+`);
+  await run(ESBUILD, ["page.js", "--bundle", "--format=esm", "--platform=browser", "--outfile=out.js"], { cwd: dir });
+  const files = {
+    "/": ["text/html", '<!doctype html><meta charset="utf-8"><title>selfcap</title><script type="module" src="/out.js"></script>'],
+    "/out.js": ["text/javascript", readFileSync(path.join(dir, "out.js"))],
+  };
+  const server = createServer((req, res) => {
+    const f = files[new URL(req.url, "http://x").pathname];
+    res.writeHead(f ? 200 : 404, { "content-type": f ? f[0] : "text/plain" });
+    res.end(f ? f[1] : "");
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
+  });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`http://127.0.0.1:${server.address().port}/?service=${encodeURIComponent(URL_)}`);
+    await page.waitForFunction(() => window.result !== undefined, null, { timeout: 20_000 });
+    const result = await page.evaluate(() => window.result);
+    assert.deepEqual(result, { check: true, published: true, read: true, level: "auth" }, `${JSON.stringify(result)} ${errors}`);
+  } finally {
+    await browser.close();
+    server.close();
   }
 });
 
