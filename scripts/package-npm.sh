@@ -37,6 +37,13 @@ WASM_OPT_FEATURES=(--enable-mutable-globals --enable-sign-ext --enable-nontrappi
 target_dir="${CARGO_TARGET_DIR:-target}"
 out=build/npm
 version=$(node -p 'require("./clients/ts/npm/package.json").version')
+# The packages ship in lockstep: the bin's optional dependencies are this very
+# version (and `selfcap --version`, which the tests compare, is the crate's).
+node -e '
+  const p = require("./clients/ts/npm/package.json");
+  const off = Object.entries(p.optionalDependencies).filter(([, v]) => v !== p.version);
+  if (off.length) { console.error(`package-npm: optionalDependencies not at ${p.version}: ${off.map(([k, v]) => k + "@" + v)}`); process.exit(1); }
+'
 
 # The library.
 cargo build --locked --release --target wasm32-unknown-unknown -p self-capsule-js
