@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, generated files against
-# their sources, native Rust tests, the TypeScript snippet's vector tests, lint (native and wasm), the wasm builds, the CLI build, then the
-# end-to-end tests in workerd (Miniflare), which also drive the selfcap CLI,
-# the TypeScript snippet and the Python package (built into a wheel and installed into a
-# fresh venv by tests/e2e/python_package.test.mjs) against the Worker.
+# their sources, native Rust tests, the TypeScript snippet's vector tests,
+# lint (native and wasm), the wasm builds, the CLI build, the npm packages
+# (packed into build/npm/), then the end-to-end tests in workerd (Miniflare),
+# which also drive the selfcap CLI, the TypeScript snippet, the npm package
+# (installed from its tarball) and the Python package (built into a wheel and
+# installed into a fresh venv by tests/e2e/python_package.test.mjs) against
+# the Worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
@@ -30,15 +33,19 @@ npm test --prefix clients/ts --silent
 step "cargo clippy (native, all targets, -D warnings)"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 
-step "cargo clippy (wasm32: the Worker, and the Explorer's core without it; -D warnings)"
+step "cargo clippy (wasm32: the Worker, the Explorer's core and the npm package's core without it; -D warnings)"
 cargo clippy --locked --target wasm32-unknown-unknown --lib -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-explorer -- -D warnings
+cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-js -- -D warnings
 
 step "build the Worker (wasm) and the Explorer's assets"
 bash scripts/build-worker.sh
 
 step "build the selfcap CLI (native) for the end-to-end tests"
 cargo build --locked --bin selfcap
+
+step "pack the npm packages into build/npm/ (selfcap, and @selfcap/cli-linux-x64 with the debug CLI)"
+bash scripts/package-npm.sh --cli-binary "${CARGO_TARGET_DIR:-target}/debug/selfcap"
 
 step "end-to-end tests (workerd via Miniflare; the Explorer in Chromium)"
 node --test --test-concurrency=1 tests/e2e/

@@ -1,8 +1,8 @@
 //! Signing a read (docs/PROTOCOL.md §12): the RFC 9421 HTTP Message
-//! Signature a private capsule's reader sends. The RFC 9421 machinery (the
-//! signature base, structured-field serialisation) is Cloudflare's
-//! `web-bot-auth`, the same crate the service verifies with
-//! ([`crate::core::read_auth`]); this module only fixes our choices:
+//! Signature a private capsule's reader sends. The signing itself is the
+//! core's ([`crate::core::read_auth::sign_read`], which the JavaScript
+//! package's wasm runs too); this module adds the OS's randomness for the
+//! nonce and the client's error type. The choices the core fixes:
 //!
 //! - covered components: `@method` and `@target-uri` (the full URL exactly as
 //!   sent, query included), the minimum §12 asks for;
@@ -16,106 +16,17 @@
 
 use super::error::Error;
 use crate::core::crypto::AgentKey;
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine as _};
-use indexmap::IndexMap;
-use std::time::Duration;
-use web_bot_auth::components::{CoveredComponent, DerivedComponent};
-use web_bot_auth::keyring::Algorithm;
-use web_bot_auth::message_signatures::{GenerateSignature, MessageSigner, UnsignedMessage};
-use web_bot_auth::ImplementationError;
+use crate::core::read_auth;
 
-/// The signature's label in `Signature-Input` and `Signature`.
-pub const LABEL: &str = "sig1";
-/// The `tag` parameter (informational; the service ignores it).
-pub const TAG: &str = "self-capsule";
-/// How long a signature claims to be valid (`expires - created`): the
-/// service accepts `created` for 300 s, so claiming more would be a lie.
-pub const VALIDITY: Duration = Duration::from_secs(crate::core::read_auth::MAX_AGE_S);
-/// Random bytes in a nonce (22 base64url characters: inside §12's 8–128).
-const NONCE_BYTES: usize = 16;
+pub use crate::core::read_auth::{LABEL, TAG, VALIDITY};
 
-/// The three request headers of a signed read, names in lower case.
+/// The three request headers of a signed read, names in lower case, with a
+/// fresh nonce from the OS.
 pub fn sign_read(key: &AgentKey, method: &str, url: &str) -> Result<Vec<(String, String)>, Error> {
-    let nonce = fresh_nonce()?;
-    let mut msg = Read {
-        method,
-        url,
-        headers: None,
-    };
-    let signer = MessageSigner {
-        keyid: key.agent_id().to_string(),
-        nonce,
-        tag: TAG.into(),
-    };
-    signer
-        .generate_signature_headers_content(&mut msg, VALIDITY, Algorithm::Ed25519, &Signer(key))
-        .map_err(|e| Error::local(format!("cannot sign the read of {url}: {e:?}")))?;
-    let (input, signature) = msg
-        .headers
-        .expect("the library registers the headers it made");
-    Ok(vec![
-        (
-            crate::core::read_auth::PUBLIC_KEY_HEADER.into(),
-            key.public_key().to_hex(),
-        ),
-        // The library gives the header values without a label; one
-        // signature per request, so the label is fixed.
-        ("signature-input".into(), format!("{LABEL}={input}")),
-        ("signature".into(), format!("{LABEL}={signature}")),
-    ])
-}
-
-/// 16 bytes from the OS, base64url without padding (header-safe, and a
-/// valid structured-field string).
-fn fresh_nonce() -> Result<String, Error> {
-    let mut b = [0u8; NONCE_BYTES];
-    getrandom::getrandom(&mut b)
+    let nonce = read_auth::fresh_nonce()
         .map_err(|e| Error::local(format!("no randomness from the OS for a nonce: {e}")))?;
-    Ok(B64URL.encode(b))
-}
-
-/// The request as the library sees it: what it covers, and where it leaves
-/// the header values.
-struct Read<'a> {
-    method: &'a str,
-    url: &'a str,
-    headers: Option<(String, String)>,
-}
-
-impl UnsignedMessage for Read<'_> {
-    fn fetch_components_to_cover(&self) -> IndexMap<CoveredComponent, String> {
-        IndexMap::from_iter([
-            (
-                CoveredComponent::Derived(DerivedComponent::Method { req: false }),
-                self.method.to_string(),
-            ),
-            (
-                CoveredComponent::Derived(DerivedComponent::TargetUri { req: false }),
-                self.url.to_string(),
-            ),
-        ])
-    }
-
-    fn register_header_contents(&mut self, signature_input: String, signature_header: String) {
-        self.headers = Some((signature_input, signature_header));
-    }
-}
-
-/// Signs with the agent's key in place (the library's own signer for raw
-/// bytes would need a copy of the secret seed).
-struct Signer<'a>(&'a AgentKey);
-
-impl GenerateSignature for Signer<'_> {
-    fn generate_signature(
-        &self,
-        algorithm: Algorithm,
-        msg: &[u8],
-    ) -> Result<Vec<u8>, ImplementationError> {
-        match algorithm {
-            Algorithm::Ed25519 => Ok(self.0.sign(msg).to_vec()),
-            other => Err(ImplementationError::UnsupportedAlgorithm(other)),
-        }
-    }
+    read_auth::sign_read(key, method, url, nonce)
+        .map_err(|e| Error::local(format!("cannot sign the read of {url}: {e}")))
 }
 
 #[cfg(test)]
@@ -222,6 +133,7 @@ mod tests {
         let key = AgentKey::from_seed(&[7u8; 32]);
         let h = sign_read(&key, "GET", URL).unwrap();
         let seed_hex = hex::encode(key.seed());
+        use base64::Engine as _;
         let seed_b64 = base64::engine::general_purpose::STANDARD.encode(key.seed());
         for (_, v) in &h {
             assert!(!v.contains(&seed_hex) && !v.contains(&seed_b64));

@@ -291,5 +291,12 @@ fn describe(e: &ImplementationError) -> String {
     }
 }
 
+// Natively always; in wasm only for the npm package (feature `sign-reads`),
+// not in the Worker, which only verifies.
+#[cfg(any(not(target_arch = "wasm32"), feature = "sign-reads"))]
+mod sign;
+#[cfg(any(not(target_arch = "wasm32"), feature = "sign-reads"))]
+pub use sign::{fresh_nonce, sign_read, LABEL, TAG, VALIDITY};
+
 #[cfg(test)]
 mod tests;
