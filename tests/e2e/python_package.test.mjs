@@ -96,6 +96,53 @@ test("the wheel builds, installs into a fresh venv, and its pytest suite passes 
   assert.doesNotMatch(pytest.stdout, /skipped/, "no test may skip");
 });
 
+// The same suite on the oldest Python the package supports (requires-python
+// >= 3.9): the wheel the first test built, in a fresh 3.9 venv, with pytest 8
+// (pytest 9 needs 3.10). `python3.9` must be on PATH (with pyenv, 3.9 is
+// selected through PYENV_VERSION). test_mcp.py is the one file not run there:
+// the official MCP SDK needs Python >= 3.10.
+const OLDEST = "3.9";
+const NOT_ON_OLDEST = "test_mcp.py";
+
+test(`the pytest suite also passes on Python ${OLDEST}, the oldest supported (all but ${NOT_ON_OLDEST}: the MCP SDK needs 3.10)`, async (t) => {
+  const wheels39 = path.join(TOOLS, "wheels-py39");
+  assert.ok(existsSync(wheels39), `${wheels39} missing: run scripts/install-tools.sh`);
+  const built = existsSync(DIST) ? readdirSync(DIST).filter((f) => f.endsWith(".whl")) : [];
+  assert.equal(built.length, 1, `the wheel the first test builds is missing from ${DIST}`);
+  const env = { PYENV_VERSION: process.env.PYENV_VERSION ?? OLDEST };
+  const venv = path.join(WORK, `venv${OLDEST}`);
+  ok(await sh(`python${OLDEST}`, ["-m", "venv", venv], { env }), `python${OLDEST} -m venv (Python ${OLDEST} is needed)`);
+  const py = path.join(venv, "bin", "python");
+  const version = ok(await sh(py, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"]), "python --version");
+  assert.equal(version.stdout.trim(), OLDEST);
+  ok(
+    await sh(py, [
+      "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
+      "--find-links", wheels39, path.join(DIST, built[0]), "-r", path.join(PKG, "tests", "requirements-py39.txt"),
+    ]),
+    `pip install on Python ${OLDEST} (offline)`,
+  );
+  // A Worker of its own: the first run's agents count against the per-address
+  // quota of new agents in the shared one.
+  const w39 = await startWorker();
+  let pytest;
+  try {
+    const base39 = String(await w39.mf.ready).replace(/\/$/, "");
+    pytest = await sh(
+      py,
+      ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", "--ignore", path.join(PKG, "tests", NOT_ON_OLDEST), path.join(PKG, "tests")],
+      { cwd: WORK, env: { ...LOOPBACK, SELFCAP_TEST_URL: base39, SELFCAP_VECTORS: path.join(ROOT, "tests", "vectors") } },
+    );
+  } finally {
+    await w39.close();
+  }
+  t.diagnostic(`Python ${OLDEST}: pytest ${pytest.ms} ms, ${pytest.stdout.trim().split("\n").at(-1)} (${NOT_ON_OLDEST} not run: the MCP SDK needs Python >= 3.10)`);
+  ok(pytest, `pytest on Python ${OLDEST}`);
+  const passed = Number(/(\d+) passed/.exec(pytest.stdout)?.[1] ?? 0);
+  assert.ok(passed > 100, `pytest ran only ${passed} tests:\n${pytest.stdout}`);
+  assert.doesNotMatch(pytest.stdout, /skipped/, "no test may skip");
+});
+
 // The source distribution (what `pip install selfcap` falls back to where no
 // wheel fits): it must carry everything the build needs (the root crate, the
 // Python layer and vendor/web-bot-auth), so a wheel builds from it alone,
