@@ -4,7 +4,6 @@ long-poll, signed reads) run from Python, stopped cleanly by `close`, by
 leaving a `with` block, by dropping the iterator and by Ctrl-C."""
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -75,7 +74,7 @@ def test_a_publish_while_watching_is_the_next_head(url, home, channel):
         assert (head.seq, head.cursor) == (2, second.cursor)
         started = time.monotonic()
     # Leaving the block stopped it: the WebSocket closed, the thread ended.
-    assert heads.stopped and time.monotonic() - started < 2
+    assert heads.stopped and time.monotonic() - started < 5
     assert heads.close(timeout=0) is True
     assert list(heads) == []
 
@@ -167,14 +166,18 @@ def test_ctrl_c_stops_a_watch_at_once(url, home):
         """
     )
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    # Never hang the suite: a child that prints nothing is killed (and fails below).
+    guard = threading.Timer(30, child.kill)
+    guard.start()
     try:
         assert child.stdout.readline().split() == ["head", "1"]
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         assert child.wait(timeout=10) == 42
-        assert time.monotonic() - sent < 2
+        assert time.monotonic() - sent < 5
         assert child.stdout.read().strip() == "interrupted"
     finally:
+        guard.cancel()
         if child.poll() is None:
             child.kill()
 
