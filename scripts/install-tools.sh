@@ -40,17 +40,22 @@ fi
 
 # The Python package (clients/python/pyproject.toml): maturin in a venv of its
 # own, and its tests' libraries (pytest, the MCP SDK) as downloaded wheels, which
-# the test installs with the built wheel into a fresh venv, offline. Redone
+# the test installs with the built wheel into a fresh venv, offline (and pytest's
+# for Python 3.9, the oldest the package supports, in wheels-py39). Redone
 # only when a requirements file changes.
 PKG_TOOLS=clients/python/.tools
 if [[ ! -f "$PKG_TOOLS/.installed" || clients/python/requirements-tools.txt -nt "$PKG_TOOLS/.installed" \
-      || clients/python/tests/requirements.txt -nt "$PKG_TOOLS/.installed" ]]; then
+      || clients/python/tests/requirements.txt -nt "$PKG_TOOLS/.installed" \
+      || clients/python/tests/requirements-py39.txt -nt "$PKG_TOOLS/.installed" ]]; then
   rm -rf "$PKG_TOOLS"
   python3 -m venv "$PKG_TOOLS/venv"
   PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r clients/python/requirements-tools.txt
   PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip download --quiet --disable-pip-version-check \
     --dest "$PKG_TOOLS/wheels" -r clients/python/tests/requirements.txt
+  # The same suite on the oldest supported Python (tests/e2e/python_package.test.mjs).
+  PIP_ROOT_USER_ACTION=ignore "$PKG_TOOLS/venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+    --python-version 3.9 --only-binary=:all: --dest "$PKG_TOOLS/wheels-py39" -r clients/python/tests/requirements-py39.txt
   touch "$PKG_TOOLS/.installed"
 fi
 

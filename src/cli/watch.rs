@@ -92,6 +92,7 @@ pub(crate) fn run(g: &Global, args: WatchArgs) -> Result<(), Error> {
             clock: &move || start.elapsed(),
             on_head: &mut on_head,
             on_note: &|n: &Note| note(&n.to_string()),
+            stopped: &|| false,
         },
     )
 }

@@ -329,10 +329,17 @@ pub(super) fn unavailable(req: &Request, resp: &Response) -> Error {
 /// Sleeps `d` plus up to 20% random jitter (so a fleet does not retry in
 /// lockstep); never less than asked.
 pub(super) fn sleep_with_jitter(d: Duration) {
+    std::thread::sleep(with_jitter(d));
+}
+
+/// `d` plus up to 20% random jitter: how long the default sleeper waits
+/// when asked for `d` (a sleeper of one's own, e.g. one that can be woken
+/// early, waits this long to back off the same way).
+pub fn with_jitter(d: Duration) -> Duration {
     let mut b = [0u8; 2];
     let frac = match getrandom::getrandom(&mut b) {
         Ok(()) => u16::from_le_bytes(b) as f64 / u16::MAX as f64,
         Err(_) => 0.0,
     };
-    std::thread::sleep(d + d.mul_f64(0.2 * frac));
+    d + d.mul_f64(0.2 * frac)
 }

@@ -54,7 +54,7 @@ mod tests;
 
 pub use backoff::{BackoffPolicy, Decision, GiveUp, Outcome};
 pub use error::{Error, ExitCode};
-pub use exchange::RetryNote;
+pub use exchange::{with_jitter, RetryNote};
 pub use reads::{Fetched, HeadOutcome};
 pub use rehydrate::Rehydrated;
 pub use resolve::{resolve, Resolution, Side, Version};

@@ -15,6 +15,10 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use self_capsule::client::http::UreqTransport;
+use self_capsule::client::watch::{
+    Channel, ChannelChoice, ConnectError, Connector, Event, Note, Socket, TungsteniteConnector,
+    WatchIo, WatchedHead, WsRequest, PING_EVERY, POLL_WAIT_SECS,
+};
 use self_capsule::client::{
     self, BackoffPolicy, Client, Error, HeadOutcome, Location, PublishOutcome, PutOptions,
     Rejected, StateDir,
@@ -27,8 +31,11 @@ use self_capsule::core::render::{self, Format};
 use self_capsule::core::write;
 use serde_json::{json, Value};
 use std::ffi::OsString;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 create_exception!(
     _native,
@@ -414,6 +421,275 @@ fn client_verify(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<Str
     })
 }
 
+/// How often a watch's blocking steps wake up to see whether it was
+/// stopped: its socket reads, its backoff sleeps, and `Watch.next`'s wait
+/// for the next head (to let Python handle Ctrl-C).
+const TICK: Duration = Duration::from_millis(100);
+
+/// A watch's stop request, and what its sleeps wait on.
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stop {
+    fn set(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The client's backoff sleep (`d` plus its jitter), ended early by a stop.
+    fn sleep(&self, d: Duration) {
+        let guard = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .wake
+            .wait_timeout_while(guard, client::with_jitter(d), |stopped| !*stopped);
+    }
+}
+
+/// The real connector, whose sockets wake every [`TICK`] to see the stop
+/// but report [`Event::Idle`] to the watch loop (which pings on it) only
+/// after [`PING_EVERY`] of silence, as the CLI's do.
+struct StoppableConnector {
+    inner: TungsteniteConnector,
+    stop: Arc<Stop>,
+}
+
+impl Connector for StoppableConnector {
+    fn connect(&self, req: &WsRequest) -> Result<Box<dyn Socket>, ConnectError> {
+        let inner = self.inner.connect(req)?;
+        Ok(Box::new(StoppableSocket {
+            inner,
+            stop: self.stop.clone(),
+        }))
+    }
+}
+
+struct StoppableSocket {
+    inner: Box<dyn Socket>,
+    stop: Arc<Stop>,
+}
+
+impl Socket for StoppableSocket {
+    fn next(&mut self) -> Event {
+        let silent_since = Instant::now();
+        loop {
+            match self.inner.next() {
+                Event::Idle if silent_since.elapsed() < PING_EVERY && !self.stop.is_set() => {}
+                event => return event,
+            }
+        }
+    }
+
+    fn send_text(&mut self, text: &str) -> Result<(), String> {
+        self.inner.send_text(text)
+    }
+
+    fn close(&mut self) {
+        self.inner.close()
+    }
+}
+
+/// What a watch's thread hands to `Watch.next`.
+enum Msg {
+    /// A new head: the head.json body, one line of JSON.
+    Head(String),
+    /// Progress (connected, retrying, switching), for the `selfcap` logger.
+    Note(String),
+    /// The watch ended: stopped (`Ok`), or a fatal error.
+    End(Result<(), Error>),
+}
+
+/// A running watch (`client_watch`): the client library's watch loop
+/// (`Client::watch`, as `selfcap watch` runs it) on a thread of its own,
+/// its heads handed over one by one. Stopped by `close`, or when dropped.
+#[pyclass(module = "selfcap._native")]
+struct Watch {
+    rx: Mutex<mpsc::Receiver<Msg>>,
+    stop: Arc<Stop>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Watch {
+    /// The thread ended (its `End` was received): joined at once.
+    fn ended(&self) {
+        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[pymethods]
+impl Watch {
+    /// The next message, blocking with the GIL released: `("head", json)`,
+    /// `("note", text)`, or `None` once the watch ended (stopped); a fatal
+    /// error is raised. Python's signal handlers run every [`TICK`], so
+    /// Ctrl-C raises `KeyboardInterrupt` here.
+    fn next(&self, py: Python<'_>) -> PyResult<Option<(&'static str, String)>> {
+        loop {
+            let msg = py.detach(|| {
+                self.rx
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .recv_timeout(TICK)
+            });
+            match msg {
+                Ok(Msg::Head(h)) if !self.stop.is_set() => return Ok(Some(("head", h))),
+                Ok(Msg::Head(_)) => {}
+                Ok(Msg::Note(n)) => return Ok(Some(("note", n))),
+                Ok(Msg::End(end)) => {
+                    self.ended();
+                    return end.map(|()| None).map_err(raise);
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+                // Closed from another thread (an asyncio task's executor).
+                Err(mpsc::RecvTimeoutError::Timeout) if self.stop.is_set() => return Ok(None),
+                Err(mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            }
+        }
+    }
+
+    /// Stops the watch and waits up to `timeout` seconds for its thread to
+    /// end: a WebSocket is closed within [`TICK`], a backoff sleep ends at
+    /// once; a long-poll request in flight is left to finish on its own
+    /// (the thread then ends without delivering anything). Whether it ended.
+    #[pyo3(signature = (timeout = 5.0))]
+    fn close(&self, py: Python<'_>, timeout: f64) -> bool {
+        self.stop.set();
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout.clamp(0.0, 86_400.0));
+        py.detach(|| {
+            let rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(Msg::End(_)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        self.ended();
+                        return true;
+                    }
+                    Ok(_) => {}
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        return self
+                            .thread
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .is_none()
+                    }
+                }
+            }
+        })
+    }
+
+    /// Whether the watch was asked to stop.
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.stop.is_set()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // Not joined: a long-poll in flight must not hold up the drop.
+        self.stop.set();
+    }
+}
+
+/// Starts watching `agent` (default: this identity) as `selfcap watch`
+/// does: over WebSocket with the long-poll fallback (`channel`: "auto",
+/// "websocket" or "longpoll"), signed when needed, retrying forever. The
+/// identity and the agent are resolved here, so a local error is raised at
+/// once.
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None, channel = "auto"))]
+fn client_watch(py: Python<'_>, cfg: &str, agent: Option<&str>, channel: &str) -> PyResult<Watch> {
+    let choice = match channel {
+        "auto" => ChannelChoice::Auto,
+        "websocket" => ChannelChoice::Only(Channel::WebSocket),
+        "longpoll" => ChannelChoice::Only(Channel::LongPoll),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown channel {other:?} (auto, websocket or longpoll)"
+            )))
+        }
+    };
+    let cfg = config(cfg)?;
+    let given = agent_arg(agent)?;
+    let agent = py
+        .detach(|| match &given {
+            Some(a) => Ok(a.clone()),
+            None => client_for(&cfg, None)?.agent_id(),
+        })
+        .map_err(raise)?;
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(Stop::default());
+    let thread = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("selfcap-watch".into())
+            .spawn(move || {
+                let end = run_watch(&cfg, given.as_ref(), &agent, choice, &stop, &tx);
+                let _ = tx.send(Msg::End(end));
+            })
+            .map_err(|e| PyValueError::new_err(format!("cannot start the watch: {e}")))?
+    };
+    Ok(Watch {
+        rx: Mutex::new(rx),
+        stop,
+        thread: Mutex::new(Some(thread)),
+    })
+}
+
+/// The watch thread's work: a client as the CLI's watch makes one (a
+/// request may be held for the long-poll's wait on top of the timeout),
+/// whose sleeps and sockets wake up for `stop`.
+fn run_watch(
+    cfg: &Config,
+    given: Option<&AgentId>,
+    agent: &AgentId,
+    choice: ChannelChoice,
+    stop: &Arc<Stop>,
+    tx: &mpsc::Sender<Msg>,
+) -> Result<(), Error> {
+    let timeout = Duration::from_secs_f64(cfg.timeout.clamp(0.001, 86_400.0));
+    let held = Duration::from_secs(POLL_WAIT_SECS);
+    let sleeper = stop.clone();
+    let c = client_for(cfg, given)?
+        .with_transport(Box::new(UreqTransport::new(timeout + held)))
+        .with_sleeper(Box::new(move |d| sleeper.sleep(d)));
+    let connector = StoppableConnector {
+        inner: TungsteniteConnector {
+            timeout,
+            idle: TICK,
+        },
+        stop: stop.clone(),
+    };
+    let start = Instant::now();
+    let mut on_head = |h: &WatchedHead| {
+        if stop.is_set() || tx.send(Msg::Head(h.line.clone())).is_err() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    c.watch(
+        agent,
+        choice,
+        &mut WatchIo {
+            connector: &connector,
+            clock: &move || start.elapsed(),
+            on_head: &mut on_head,
+            on_note: &|n: &Note| {
+                let _ = tx.send(Msg::Note(n.to_string()));
+            },
+            stopped: &|| stop.is_set(),
+        },
+    )
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NativeError", m.py().get_type::<NativeError>())?;
@@ -434,5 +710,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client_export, m)?)?;
     m.add_function(wrap_pyfunction!(client_rehydrate, m)?)?;
     m.add_function(wrap_pyfunction!(client_verify, m)?)?;
+    m.add_function(wrap_pyfunction!(client_watch, m)?)?;
+    m.add_class::<Watch>()?;
     Ok(())
 }

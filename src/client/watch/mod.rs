@@ -13,7 +13,10 @@
 //! [`Client::watch`] retries forever; it returns only when the capsule is
 //! not readable by this watcher ([`Error::NotFound`]), when the service
 //! refuses the read signature ([`Error::ReadSignature`]), on a local error,
-//! or when the caller's `on_head` asks it to stop.
+//! or when the caller asks it to stop (`on_head` answering `Break`, or
+//! `stopped` turning true: asked before each round, after each socket event
+//! and after each long-poll answer, so a caller whose socket reads and
+//! sleeps wake up often stops it promptly; the Python package does).
 //!
 //! | module | what |
 //! |---|---|
@@ -128,6 +131,9 @@ pub struct WatchIo<'a> {
     /// Each progress [`Note`] (the CLI prints them on stderr, as
     /// `selfcap: ` lines, so stdout stays one head per line).
     pub on_note: &'a dyn Fn(&Note),
+    /// Whether the caller wants the watch to end (`Ok`), asked between
+    /// blocking steps (the CLI never asks: it ends with the process).
+    pub stopped: &'a dyn Fn() -> bool,
 }
 
 /// How one attempt (a connection, or a poll round) ended.
@@ -212,6 +218,9 @@ impl Client {
             pacer: Pacer::default(),
         };
         loop {
+            if (s.io.stopped)() {
+                return Ok(());
+            }
             if probe && !plan.signed() {
                 match self.probe_signing(s.agent)? {
                     Some(false) => probe = false,
@@ -340,7 +349,12 @@ impl Client {
         let mut delivered = false;
         let mut pinged = false;
         let end = loop {
-            match sock.next() {
+            let event = sock.next();
+            if (s.io.stopped)() {
+                sock.close();
+                return Ok(Round::Stop);
+            }
+            match event {
                 Event::Text(text) => {
                     delivered = true;
                     pinged = false;
@@ -406,6 +420,9 @@ impl Client {
         let started = s.now();
         let answer = self.exchange(&req);
         let elapsed = s.now().saturating_sub(started);
+        if (s.io.stopped)() {
+            return Ok(Round::Stop);
+        }
         let resp = match answer {
             Ok((resp, _)) => resp,
             // No key to sign with, or no randomness: local, final.

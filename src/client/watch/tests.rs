@@ -72,6 +72,8 @@ struct Wire {
     /// Long-poll answers: the answer and how long the service held it.
     polls: VecDeque<(Result<Response, TransportError>, Duration)>,
     requests: Vec<Request>,
+    /// Sockets the loop closed.
+    closes: usize,
 }
 
 #[derive(Clone, Default)]
@@ -98,7 +100,9 @@ impl Socket for FakeSocket {
         Ok(())
     }
 
-    fn close(&mut self) {}
+    fn close(&mut self) {
+        self.wire.borrow_mut().closes += 1;
+    }
 }
 
 impl Connector for Fake {
@@ -231,6 +235,7 @@ fn watch(fake: &Fake, dir: &Dir, choice: ChannelChoice, stop_after: usize) -> Ru
                 }
             },
             on_note: &|n| notes.borrow_mut().push(n.clone()),
+            stopped: &|| false,
         },
     );
     Run {
@@ -343,6 +348,69 @@ fn an_idle_socket_is_pinged_and_a_silent_one_reopened() {
         Note::Retrying { why, .. } if why.contains("no answer to a ping"))));
     // The pong counted as a frame: the backoff started over.
     assert_eq!(fake.slept(), [S(1)]);
+}
+
+/// Watches until `stopped` answers true (it is told how often it was asked).
+fn watch_until(fake: &Fake, dir: &Dir, choice: ChannelChoice, stop: impl Fn(u32) -> bool) -> Run {
+    let client = fake.client(dir);
+    let mut heads = Vec::new();
+    let asked = Cell::new(0u32);
+    let clock = fake.clock.clone();
+    let result = client.watch(
+        &watched(),
+        choice,
+        &mut WatchIo {
+            connector: fake,
+            clock: &move || clock.get(),
+            on_head: &mut |h| {
+                heads.push((h.cursor.clone(), h.seq));
+                ControlFlow::Continue(())
+            },
+            on_note: &|_| {},
+            stopped: &|| {
+                asked.set(asked.get() + 1);
+                stop(asked.get())
+            },
+        },
+    );
+    Run {
+        heads,
+        lines: vec![],
+        notes: vec![],
+        result,
+    }
+}
+
+#[test]
+fn stopped_ends_the_watch_after_the_next_event_and_closes_the_socket() {
+    // Asked before the round (1), after each event (2: the head, 3: idle).
+    let fake = Fake::default();
+    fake.attempt(Attempt::Open(vec![text('1', 1), Event::Idle]));
+    let dir = Dir::new("stopped-ws", None);
+    let run = watch_until(&fake, &dir, ChannelChoice::Only(Channel::WebSocket), |n| {
+        n >= 3
+    });
+    run.result.as_ref().unwrap();
+    assert_eq!(cursors(&run), [cursor('1')]);
+    // The idle event was not answered with a ping: the socket was closed.
+    assert!(fake.sent().is_empty());
+    assert_eq!(fake.wire.borrow().closes, 1);
+    // On long-poll: the answer that came after the stop is not delivered.
+    let fake = Fake::default();
+    fake.poll(json(200, &head('1', 1)), S(0))
+        .poll(json(200, &head('2', 2)), S(3));
+    let dir = Dir::new("stopped-poll", None);
+    let run = watch_until(&fake, &dir, ChannelChoice::Only(Channel::LongPoll), |n| {
+        n >= 4
+    });
+    run.result.as_ref().unwrap();
+    assert_eq!(cursors(&run), [cursor('1')]);
+    assert_eq!(fake.requests().len(), 2);
+    // Stopped before anything: nothing opened.
+    let fake = Fake::default();
+    let run = watch_until(&fake, &dir, AUTO, |_| true);
+    run.result.as_ref().unwrap();
+    assert!(fake.upgrades().is_empty() && fake.requests().is_empty());
 }
 
 #[test]

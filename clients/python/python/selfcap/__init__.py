@@ -8,11 +8,13 @@ capsules). The whole command line, `selfcap mcp` included, is the `selfcap`
 console script.
 """
 
+import asyncio
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Union
 
 from . import _native
 from ._errors import (
@@ -32,6 +34,8 @@ __version__: str = _native.__version__
 
 __all__ = [
     "Accepted",
+    "AsyncClient",
+    "AsyncWatch",
     "ClaimLaterError",
     "Client",
     "Head",
@@ -45,6 +49,7 @@ __all__ = [
     "SelfcapError",
     "UnavailableError",
     "UnverifiedError",
+    "Watch",
     "canonicalize",
     "check",
     "cursor",
@@ -298,3 +303,145 @@ class Client:
         """Downloads an agent's export and verifies it locally against the
         service's published keyring (as `selfcap verify`)."""
         return Report.from_dict(json.loads(_call(_native.client_verify, self._cfg, agent_id)))
+
+    def watch(self, agent_id: Optional[str] = None, *, channel: str = "auto") -> "Watch":
+        """An agent's heads as they change (default: this identity's), as
+        `selfcap watch` follows them: an iterator of `Head`, the current one
+        first, then each new one (its cursor differs from the last one given).
+        Over a WebSocket, falling back to long-poll (`channel`: "auto",
+        "websocket" or "longpoll"), signed when the capsule is private,
+        reconnecting with backoff forever. Blocks with the GIL released; Ctrl-C
+        raises KeyboardInterrupt. Ends when stopped (`Watch.close()`, leaving a
+        `with` block, or dropping the iterator, e.g. by `break`), or raises
+        `NotFoundError` once the capsule is not readable by this identity and
+        `ReadSignatureError` when the service refuses the read signature.
+        Progress (connected, retrying, switching) is logged on the "selfcap"
+        logger."""
+        return Watch(_call(_native.client_watch, self._cfg, agent_id, channel))
+
+
+_log = logging.getLogger("selfcap")
+
+
+class Watch(Iterator[Head]):
+    """A running watch (`Client.watch`): iterate it for heads. The watch runs
+    on a thread of its own in the Rust client; `close()` (or leaving a `with`
+    block, or dropping the last reference) stops it."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    def __iter__(self) -> "Watch":
+        return self
+
+    def __next__(self) -> Head:
+        while True:
+            item = _call(self._native.next)
+            if item is None:
+                raise StopIteration
+            kind, payload = item
+            if kind == "note":
+                _log.info("%s", payload)
+                continue
+            return Head.from_dict(json.loads(payload))
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Stops the watch and waits up to `timeout` seconds for the Rust side
+        to finish: a WebSocket is closed within 0.1 s and a backoff sleep ends
+        at once; a long-poll request in flight (at most 25 s) is left to end on
+        its own, delivering nothing. True when it has finished."""
+        return bool(self._native.close(timeout))
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the watch was asked to stop."""
+        return bool(self._native.stopped)
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+_END = object()
+
+
+class AsyncWatch(AsyncIterator[Head]):
+    """`AsyncClient.watch`: a `Watch` read from a worker thread, as an async
+    iterator (`async for head in client.watch(): ...`). `aclose()` (or leaving
+    an `async with` block) stops it."""
+
+    def __init__(self, watch: Watch) -> None:
+        self._watch = watch
+
+    def __aiter__(self) -> "AsyncWatch":
+        return self
+
+    async def __anext__(self) -> Head:
+        head = await asyncio.to_thread(next, self._watch, _END)
+        if head is _END:
+            raise StopAsyncIteration
+        return head  # type: ignore[return-value]
+
+    async def aclose(self, timeout: float = 5.0) -> bool:
+        """Stops the watch, as `Watch.close`."""
+        return await asyncio.to_thread(self._watch.close, timeout)
+
+    @property
+    def stopped(self) -> bool:
+        return self._watch.stopped
+
+    async def __aenter__(self) -> "AsyncWatch":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class AsyncClient:
+    """`Client` for asyncio: the same calls, each run by the sync one in a
+    worker thread (`asyncio.to_thread`), so the event loop never blocks;
+    `watch` is an async iterator. Same arguments, same exceptions."""
+
+    def __init__(
+        self, url: str, identity: Optional[Identity] = None, timeout: float = 30, retries: int = 3
+    ) -> None:
+        self.sync = Client(url, identity=identity, timeout=timeout, retries=retries)
+        self.url = self.sync.url
+        self.identity = identity
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"AsyncClient({self.url!r}, identity={self.identity!r})"
+
+    async def bootstrap(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.bootstrap)
+
+    async def publish(self, capsule: Json) -> Accepted:
+        return await asyncio.to_thread(self.sync.publish, capsule)
+
+    async def head(self, agent_id: Optional[str] = None, etag: Optional[str] = None) -> Optional[Head]:
+        return await asyncio.to_thread(self.sync.head, agent_id, etag)
+
+    async def read(self, agent_id: Optional[str] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.read, agent_id)
+
+    async def history(
+        self, agent_id: Optional[str] = None, since: Optional[str] = None, limit: Optional[int] = None
+    ) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.history, agent_id, since, limit)
+
+    async def export(self, agent_id: Optional[str] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.export, agent_id)
+
+    async def rehydrate(self, format: str = "text") -> str:
+        return await asyncio.to_thread(self.sync.rehydrate, format)
+
+    async def verify(self, agent_id: Optional[str] = None) -> Report:
+        return await asyncio.to_thread(self.sync.verify, agent_id)
+
+    def watch(self, agent_id: Optional[str] = None, *, channel: str = "auto") -> AsyncWatch:
+        """`Client.watch` as an async iterator. Starting it only reads local
+        state (the identity), so it is not awaited."""
+        return AsyncWatch(self.sync.watch(agent_id, channel=channel))
