@@ -24,9 +24,11 @@ TOOLS = {
 }
 
 
-def session_run(home, body):
+def session_run(home, body, url=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SELFCAP_")}
     env["SELFCAP_HOME"] = str(home)
+    if url:
+        env["SELFCAP_URL"] = url
     params = StdioServerParameters(command=selfcap_command(), args=["mcp", "--no-import"], env=env)
 
     async def main():
@@ -60,3 +62,30 @@ def test_a_tool_call_without_an_identity_is_a_tool_error_not_a_crash(home):
     assert text, "the error says what went wrong"
     # The reader can parse it: the local tools answer JSON.
     json.loads(text)
+
+
+def test_a_write_through_the_official_client_reaches_the_service(home):
+    """self_bootstrap, then self_write of a capsule, as a model would call
+    them; the service then serves that capsule."""
+    import selfcap
+
+    url = os.environ.get("SELFCAP_TEST_URL")
+    assert url, "SELFCAP_TEST_URL is not set: run this through tests/e2e/python_package.test.mjs"
+
+    async def body(session, _init):
+        boot = await session.call_tool("self_bootstrap", {})
+        assert not boot.is_error, boot.content
+        agent = json.loads(boot.content[0].text)["agent_id"]
+        capsule = selfcap.template(agent)
+        capsule["objectives"] = [{"id": "mcp", "status": "in_progress", "title": "Written through MCP"}]
+        wrote = await session.call_tool("self_write", {"capsule": capsule})
+        return agent, capsule, wrote
+
+    agent, capsule, wrote = session_run(home, body, url=url)
+    assert not wrote.is_error, wrote.content
+    answer = json.loads(wrote.content[0].text)
+    assert answer["accepted"] is True and answer["seq"] == 1, answer
+    assert answer["cursor"] == selfcap.cursor(capsule)
+    # What the service serves, read with the package's own client.
+    served = selfcap.Client(url).read(agent)
+    assert served == capsule

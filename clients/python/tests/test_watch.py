@@ -28,7 +28,16 @@ def watch_threads():
     """The Rust watch threads of this process (Linux: /proc names them)."""
     tasks = Path("/proc/self/task")
     assert tasks.is_dir(), "this test reads /proc (Linux)"
-    return sum(1 for t in tasks.iterdir() if (t / "comm").read_text().strip() == "selfcap-watch")
+    return sum(1 for t in tasks.iterdir() if _name(t) == "selfcap-watch")
+
+
+def _name(task: Path) -> str:
+    """A thread's name, or "" for one that ended since the directory was
+    listed (its entry goes away between listing and reading)."""
+    try:
+        return (task / "comm").read_text().strip()
+    except OSError:  # FileNotFoundError, or ESRCH while it is being reaped
+        return ""
 
 
 def take(heads, seconds=15.0):
