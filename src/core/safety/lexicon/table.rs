@@ -4077,7 +4077,7 @@ pub(super) static EXACT: phf::Map<&'static str, u64> = ::phf::Map {
         ("dir", 0x800),
         ("인수를", 0x200000),
         ("icin not", 0x20000),
-        ("override", 0x201),
+        ("override", 0x1),
         ("hangileri", 0x8000),
         ("do moich", 0x2000000),
         ("sebelumnya", 0x8),

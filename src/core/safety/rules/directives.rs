@@ -217,6 +217,9 @@ pub(super) static RULES: &[Rule] = &[
         misses: examples![
             "Follow the style rules instead of guessing",
             "Do not follow redirects in the fetcher",
+            // "override" ignores and replaces in one word; alone with a
+            // rule noun it is ordinary configuration.
+            "Override the default retry policy for the flaky integration test",
         ],
         ..BASE
     },

@@ -11,7 +11,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("disregard*", IGNORE),
     ("forget", IGNORE),
     ("forgetting", IGNORE),
-    ("override", IGNORE | SUPERSEDE),
+    ("override", IGNORE),
     ("overrides", SUPERSEDE),
     ("bypass*", IGNORE),
     ("neglect", IGNORE),
