@@ -9,7 +9,6 @@ use self_capsule::core::diff;
 use self_capsule::core::history::{self, Keyring, VerifyOptions};
 use self_capsule::core::json::{self, Json};
 use self_capsule::core::render::{self, Format};
-use self_capsule::core::validate;
 use wasm_bindgen::prelude::*;
 
 /// Why a call could not be answered (shown to the reader as is).
@@ -76,17 +75,7 @@ pub fn diff(before: &str, after: &str) -> Result<String, Refusal> {
 #[wasm_bindgen]
 pub fn recovery_prompt(capsule: &str) -> Result<String, Refusal> {
     let value = parse("the capsule", capsule)?;
-    let typed = validate::validate_capsule(&value).map_err(|v| {
-        let codes: Vec<&str> = validate::codes(&v)
-            .into_iter()
-            .map(|c| c.as_str())
-            .collect();
-        Refusal(format!(
-            "the capsule fails the self_capsule_v0 schema ({}), so it has no recovery prompt",
-            codes.join(", ")
-        ))
-    })?;
-    Ok(render::render(&typed, Format::Text))
+    render::recovery_prompt(&value, Format::Text).map_err(|e| Refusal(e.to_string()))
 }
 
 #[cfg(test)]

@@ -68,6 +68,34 @@ pub enum Format {
     Markdown,
 }
 
+/// A capsule value that has no recovery prompt: it fails the schema, with
+/// these codes (the prompt renders only a validated capsule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotACapsule(pub Vec<crate::core::reason::ReasonCode>);
+
+impl std::fmt::Display for NotACapsule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let codes: Vec<&str> = self.0.iter().map(|c| c.as_str()).collect();
+        write!(
+            f,
+            "the capsule fails the self_capsule_v0 schema ({}), so it has no recovery prompt",
+            codes.join(", ")
+        )
+    }
+}
+
+/// The recovery prompt of a capsule given as a JSON value: validated, then
+/// [`render`]ed. What the Explorer and the npm package show for any JSON.
+pub fn recovery_prompt(
+    capsule: &crate::core::json::Json,
+    format: Format,
+) -> Result<String, NotACapsule> {
+    use crate::core::validate;
+    let typed =
+        validate::validate_capsule(capsule).map_err(|v| NotACapsule(validate::codes(&v)))?;
+    Ok(render(&typed, format))
+}
+
 /// Renders a capsule into a prompt block. Same input, same bytes, and never
 /// more than `max_rehydrate_tokens * 4` bytes.
 pub fn render(capsule: &Capsule, format: Format) -> String {

@@ -23,7 +23,6 @@ use self_capsule::core::limits::{Tier, TierTable};
 use self_capsule::core::read_auth;
 use self_capsule::core::reason::ReasonCode;
 use self_capsule::core::render::{self, Format};
-use self_capsule::core::validate;
 use self_capsule::core::write;
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -183,17 +182,7 @@ pub fn verify_export(
 #[wasm_bindgen]
 pub fn recovery_prompt(capsule: &str) -> Result<String, Refusal> {
     let value = parse("the capsule", capsule)?;
-    let typed = validate::validate_capsule(&value).map_err(|v| {
-        let codes: Vec<&str> = validate::codes(&v)
-            .into_iter()
-            .map(|c| c.as_str())
-            .collect();
-        Refusal(format!(
-            "the capsule fails the self_capsule_v0 schema ({}), so it has no recovery prompt",
-            codes.join(", ")
-        ))
-    })?;
-    Ok(render::render(&typed, Format::Text))
+    render::recovery_prompt(&value, Format::Text).map_err(|e| Refusal(e.to_string()))
 }
 
 #[cfg(test)]
