@@ -433,28 +433,13 @@ fn query_values(text: &str) -> Option<String> {
     Some(out.join("\n"))
 }
 
-/// `text` with every `%XX` decoded (none required).
+/// `text` with every `%XX` decoded (none required); `None` when the bytes
+/// are not UTF-8.
 fn percent_all(text: &str) -> Option<String> {
-    let b = text.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex_val),
-            b.get(i + 2).copied().and_then(hex_val),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push(h << 4 | l);
-                i += 3;
-            }
-            (c, ..) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(|t| t.into_owned())
 }
 
 /// The named references worth knowing: markup and the quotes a payload
