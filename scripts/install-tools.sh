@@ -2,8 +2,8 @@
 # Installs the build and test toolchain if (and only if) something is missing:
 # the wasm32 Rust target, worker-build and wasm-bindgen-cli (versions pinned to
 # match Cargo.lock), the npm dev dependencies (wrangler, miniflare, wasm-opt
-# from binaryen, esbuild), the libraries of the README's TypeScript snippet
-# (clients/ts: canonicalize, http-message-sig, typescript from npm), the Python
+# from binaryen, esbuild), the libraries of the independent TypeScript implementation
+# (tests/interop/ts: canonicalize, http-message-sig, typescript from npm), the Python
 # package's tools (maturin, and the wheels of its tests'
 # pytest and MCP SDK, into clients/python/.tools), and the public safety corpus
 # generator's PyPI packages (into tests/corpus/public/gen/.deps, for npm run
@@ -68,8 +68,8 @@ if [[ ! -f "$CORPUS_DEPS/.installed" || tests/corpus/public/gen/requirements.txt
   touch "$CORPUS_DEPS/.installed"
 fi
 
-# TypeScript snippet: its own package (canonicalize, http-message-sig, typescript,
-# @types/node).
-if [[ ! -d clients/ts/node_modules || clients/ts/package-lock.json -nt clients/ts/node_modules/.package-lock.json ]]; then
-  npm ci --prefix clients/ts --no-audit --no-fund
+# The independent TypeScript implementation (tests/interop/ts): its own package
+# (canonicalize, http-message-sig, typescript, @types/node).
+if [[ ! -d tests/interop/ts/node_modules || tests/interop/ts/package-lock.json -nt tests/interop/ts/node_modules/.package-lock.json ]]; then
+  npm ci --prefix tests/interop/ts --no-audit --no-fund
 fi

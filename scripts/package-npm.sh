@@ -7,31 +7,44 @@
 #   as core_bg.wasm (imported as a module by the `workerd` entry) and inlined
 #   as base64 (the default entry, for Node, Deno, browsers and bundlers);
 #   plus the `selfcap` bin that runs the native CLI;
-# - selfcap-cli-linux-x64-<version>.tgz: @selfcap/cli-linux-x64, that
-#   native CLI for linux-x64 (the optional dependency the bin runs).
+# - selfcap-cli-<platform>-<version>.tgz: @selfcap/cli-<platform>, the native
+#   CLI for one platform (the optional dependency the bin runs); this machine's
+#   platform unless --platform says otherwise.
 #
 # Options: --cli-binary PATH packs that selfcap binary instead of building the
 # release one (the test suite packs its debug build: same code, no second
-# long LTO build); --no-cli skips the CLI package.
+# long LTO build); --no-cli skips the CLI package; --cli-only builds only the
+# CLI package (the release workflow's per-platform jobs, which build the
+# binary with cargo on their own runner); --platform P names the CLI
+# package's platform (linux-x64, linux-arm64, darwin-x64, darwin-arm64,
+# win32-x64: node's process.platform-process.arch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
 cli_binary=""
 cli=1
+lib=1
+platform=$(node -p 'process.platform + "-" + process.arch')
 while [[ $# -gt 0 ]]; do
   case $1 in
     --cli-binary) cli_binary=$2; shift 2 ;;
     --no-cli) cli=0; shift ;;
+    --cli-only) lib=0; shift ;;
+    --platform) platform=$2; shift 2 ;;
     *) echo "package-npm: unknown option $1" >&2; exit 2 ;;
   esac
 done
+case $platform in
+  linux-x64 | linux-arm64 | darwin-x64 | darwin-arm64 | win32-x64) ;;
+  *) echo "package-npm: no CLI package for platform $platform" >&2; exit 2 ;;
+esac
 
-bash scripts/install-tools.sh
+if [[ $lib == 1 ]]; then bash scripts/install-tools.sh; fi
 
 WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
 WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/.bin/wasm-opt}"
-TSC="$PWD/clients/ts/node_modules/.bin/tsc"
+TSC="$PWD/node_modules/.bin/tsc"
 WASM_OPT_FEATURES=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int
   --enable-bulk-memory --enable-multivalue --enable-reference-types)
 target_dir="${CARGO_TARGET_DIR:-target}"
@@ -44,8 +57,14 @@ node -e '
   const off = Object.entries(p.optionalDependencies).filter(([, v]) => v !== p.version);
   if (off.length) { console.error(`package-npm: optionalDependencies not at ${p.version}: ${off.map(([k, v]) => k + "@" + v)}`); process.exit(1); }
 '
+crate_version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+if [[ $crate_version != "$version" ]]; then
+  echo "package-npm: the npm packages are at $version but the crate (selfcap --version) is at $crate_version" >&2
+  exit 1
+fi
 
 # The library.
+if [[ $lib == 1 ]]; then
 cargo build --locked --release --target wasm32-unknown-unknown -p self-capsule-js
 stage="$out/selfcap"
 rm -rf "$stage"
@@ -74,31 +93,36 @@ raw=$(stat -c %s "$stage/dist/wasm/core_bg.wasm")
 gz=$(gzip -9 -c "$stage/dist/wasm/core_bg.wasm" | wc -c)
 tgz=$(stat -c %s "$out/selfcap-$version.tgz")
 echo "package-npm: $out/selfcap-$version.tgz ${tgz} bytes; core_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
+fi
 
-# The native CLI for linux-x64.
+# The native CLI for one platform.
 if [[ $cli == 1 ]]; then
+  exe=selfcap
+  if [[ $platform == win32-* ]]; then exe=selfcap.exe; fi
   if [[ -z $cli_binary ]]; then
     cargo build --locked --release --bin selfcap
-    cli_binary="$target_dir/release/selfcap"
+    cli_binary="$target_dir/release/$exe"
   fi
-  cstage="$out/cli-linux-x64"
+  os=${platform%-*}
+  cpu=${platform#*-}
+  cstage="$out/cli-$platform"
   rm -rf "$cstage"
-  mkdir -p "$cstage/bin"
-  cp "$cli_binary" "$cstage/bin/selfcap"
-  chmod 755 "$cstage/bin/selfcap"
+  mkdir -p "$cstage/bin" "$out"
+  cp "$cli_binary" "$cstage/bin/$exe"
+  chmod 755 "$cstage/bin/$exe"
   cat >"$cstage/package.json" <<JSON
 {
-  "name": "@selfcap/cli-linux-x64",
+  "name": "@selfcap/cli-$platform",
   "version": "$version",
-  "description": "The selfcap CLI (Self Capsule) for Linux x64: installed by the selfcap package, run by its bin",
+  "description": "The selfcap CLI (Self Capsule) for $platform: installed by the selfcap package, run by its bin",
   "license": "Apache-2.0",
-  "os": ["linux"],
-  "cpu": ["x64"],
-  "files": ["bin/selfcap"],
+  "os": ["$os"],
+  "cpu": ["$cpu"],
+  "files": ["bin/$exe"],
   "preferUnplugged": true
 }
 JSON
-  rm -f "$out/selfcap-cli-linux-x64-$version.tgz"
+  rm -f "$out/selfcap-cli-$platform-$version.tgz"
   npm pack "$cstage" --pack-destination "$out" --silent >/dev/null
-  echo "package-npm: $out/selfcap-cli-linux-x64-$version.tgz $(stat -c %s "$out/selfcap-cli-linux-x64-$version.tgz") bytes"
+  echo "package-npm: $out/selfcap-cli-$platform-$version.tgz $(wc -c <"$out/selfcap-cli-$platform-$version.tgz") bytes"
 fi

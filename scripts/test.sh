@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, generated files against
-# their sources, native Rust tests, the TypeScript snippet's vector tests,
+# their sources, native Rust tests, the independent TypeScript implementation's vector tests,
 # lint (native and wasm), the wasm builds, the CLI build, the npm packages
 # (packed into build/npm/), then the end-to-end tests in workerd (Miniflare),
-# which also drive the selfcap CLI, the TypeScript snippet, the npm package
+# which also drive the selfcap CLI, the independent TypeScript implementation, the npm package
 # (installed from its tarball) and the Python package (built into a wheel and
 # installed into a fresh venv by tests/e2e/python_package.test.mjs) against
 # the Worker.
@@ -27,8 +27,8 @@ npm run regen:check --silent
 step "cargo test (native: the core, Worker-free parts, CLI, and the Explorer's wasm API)"
 cargo test --locked --workspace
 
-step "client snippet: TypeScript against the signing vectors"
-npm test --prefix clients/ts --silent
+step "the independent TypeScript implementation (tests/interop/ts) against the signing vectors"
+npm test --prefix tests/interop/ts --silent
 
 step "cargo clippy (native, all targets, -D warnings)"
 cargo clippy --locked --workspace --all-targets -- -D warnings

@@ -1,5 +1,5 @@
 // Private capsules end to end (docs/PROTOCOL.md §12): the `selfcap` CLI
-// (target/debug/selfcap) and the README's TypeScript snippet
+// (target/debug/selfcap) and the independent TypeScript implementation (tests/interop/ts)
 // against the Worker in workerd, over real HTTP on 127.0.0.1. The owner makes
 // its capsule private with `selfcap visibility private`; anonymous reads then
 // get 404 while its own reads (signed) go on working, on this machine and on
@@ -18,7 +18,7 @@ import { agentCli as cliIn, exits, requireSelfcap, selfcapIn } from "./cli-helpe
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-private-"));
-const TS_EXAMPLE = path.join(ROOT, "clients", "ts", "dist", "example.js");
+const TS_EXAMPLE = path.join(ROOT, "tests", "interop", "ts", "dist", "example.js");
 const LOOPBACK = { NO_PROXY: "127.0.0.1,localhost", no_proxy: "127.0.0.1,localhost" };
 
 let w;
@@ -206,8 +206,8 @@ function checkSnippet(stdout) {
   return out;
 }
 
-test("TypeScript snippet: a signed read of a private capsule", async () => {
-  assert.ok(existsSync(TS_EXAMPLE), `${TS_EXAMPLE} missing: run \`npm test --prefix clients/ts\``);
+test("independent TypeScript implementation: a signed read of a private capsule", async () => {
+  assert.ok(existsSync(TS_EXAMPLE), `${TS_EXAMPLE} missing: run \`npm test --prefix tests/interop/ts\``);
   const { stdout } = await run(process.execPath, [TS_EXAMPLE, URL_, "private"]);
   const out = checkSnippet(stdout);
   assert.equal((await anonymous(out.agent_id, "capsule.json")).status, 404);

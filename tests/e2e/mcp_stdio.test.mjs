@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "./harness.mjs";
-import { mcpSession } from "./mcp-helpers.mjs";
+import { mcpConfigs, mcpSession } from "./mcp-helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const BIN = process.env.SELFCAP_BIN ?? path.join(ROOT, "target", "debug", "selfcap");
@@ -317,32 +317,25 @@ test("self_bootstrap imports the public server's ~/.diffdelta/identity.json and 
   assert.equal(served.body.agent_id, agent);
 });
 
-test("the README's MCP configs (Claude Desktop, Claude Code, Cursor) are valid JSON and start a working server exactly as written", async () => {
-  const readme = readFileSync(path.join(ROOT, "docs", "MCP.md"), "utf8");
-  const configs = [...readme.matchAll(/<!-- mcp-config: ([a-z-]+) -->\n```json\n([\s\S]*?)\n```/g)].map((m) => ({
-    name: m[1],
-    doc: JSON.parse(m[2]),
-  }));
-  assert.deepEqual(configs.map((c) => c.name), ["claude-desktop", "claude-code", "cursor"]);
-  // Claude Code's command line: `claude mcp add NAME --env K=V -- COMMAND ARGS...`.
-  const line = readme.match(/`claude mcp add (\S+) --env (\w+)=(\S+) -- ([^`]+)`/);
-  assert.ok(line, "the claude mcp add line");
-  const [command, ...args] = line[4].split(" ");
-  configs.push({ name: "claude-code-cli", doc: { mcpServers: { [line[1]]: { command, args, env: { [line[2]]: line[3] } } } } });
-
+test("docs/MCP.md's configs: every one is valid and starts a server; the one for `selfcap` on PATH starts a working server exactly as written", async () => {
+  const configs = mcpConfigs();
+  assert.deepEqual(configs.map((c) => c.name), ["claude-desktop", "claude-code", "cursor", "on-path", "claude-code-cli"]);
+  for (const { name, server } of configs) {
+    assert.ok(server.type === undefined || server.type === "stdio", name);
+    assert.deepEqual(Object.keys(server.env), ["SELFCAP_URL"], name);
+    // Each starts either the npm package's bin or the command itself (the npx
+    // ones are launched by npm_package.test.mjs, where the package is installed).
+    const started = server.command === "npx" ? server.args : [server.command, ...server.args];
+    assert.deepEqual(started.slice(-2), ["selfcap", "mcp"], name);
+  }
   // `selfcap` on PATH is the binary under test.
   const bin = path.join(TMP, "bin");
   mkdirSync(bin, { recursive: true });
   copyFileSync(BIN, path.join(bin, "selfcap"));
   chmodSync(path.join(bin, "selfcap"), 0o755);
-  for (const { name, doc } of configs) {
-    const servers = Object.entries(doc.mcpServers);
-    assert.equal(servers.length, 1, name);
-    const [, server] = servers[0];
-    assert.equal(server.command, "selfcap", name);
-    assert.deepEqual(server.args, ["mcp"], name);
-    assert.ok(server.type === undefined || server.type === "stdio", name);
-    assert.deepEqual(Object.keys(server.env), ["SELFCAP_URL"], name);
+  const onPath = configs.filter((c) => c.server.command === "selfcap");
+  assert.deepEqual(onPath.map((c) => c.name), ["on-path"]);
+  for (const { name, server } of onPath) {
     const home = mkdtempSync(path.join(TMP, `cfg-${name}-`));
     const env = { ...server.env, SELFCAP_URL: URL_, HOME: home, PATH: `${bin}:${process.env.PATH}` };
     const s = await mcpSession(server.command, env, server.args);

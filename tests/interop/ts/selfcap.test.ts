@@ -1,4 +1,4 @@
-// The TypeScript snippet reproduces tests/vectors/signing.json byte for byte,
+// The independent TypeScript implementation reproduces tests/vectors/signing.json byte for byte,
 // and its signed reads verify under an RFC 9421 check written here from the
 // RFC (not the library), which itself accepts and refuses
 // tests/vectors/signed_reads.json as they expect.
@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { createHash, createPublicKey, verify } from "node:crypto";
 import { agentId, cursor, jcs, keyFromSeed, publicKeyHex, signEnvelope, signedReadHeaders, writeDigest } from "./selfcap.js";
 
-const v = JSON.parse(readFileSync(new URL("../../../tests/vectors/signing.json", import.meta.url), "utf8"));
+const v = JSON.parse(readFileSync(new URL("../../../vectors/signing.json", import.meta.url), "utf8"));
 const key = keyFromSeed(v.seed_hex);
 
 test("identity", () => {
@@ -50,7 +50,7 @@ function verifySignedRead(method: string, url: string, headers: Record<string, s
   return params;
 }
 
-const reads = JSON.parse(readFileSync(new URL("../../../tests/vectors/signed_reads.json", import.meta.url), "utf8"));
+const reads = JSON.parse(readFileSync(new URL("../../../vectors/signed_reads.json", import.meta.url), "utf8"));
 const URL_ = `https://self.example.com/self/${"a".repeat(64)}/history.json?since=sha256%3A00&limit=5`;
 
 test("the RFC 9421 check agrees with the independent vectors", () => {

@@ -1,4 +1,6 @@
-// Self Capsule from TypeScript: a minimal client. Ed25519 from Node's built-in
+// An independent implementation of the Self Capsule wire in TypeScript, written
+// from docs/PROTOCOL.md with its own libraries, kept as a conformance check (the
+// client to use is the npm package `selfcap`, clients/ts/npm). Ed25519 from Node's built-in
 // crypto, RFC 8785 from the `canonicalize` package, RFC 9421 (signed reads of
 // private capsules) from `http-message-sig`, fetch from Node >= 20.
 // Signing is exactly docs/PROTOCOL.md §2 and §12; selfcap.test.ts checks it
