@@ -64,6 +64,15 @@ const GENERATORS = [
     generator: "`tests/history_vectors.rs`",
   },
   {
+    name: "key-log-vectors",
+    files: ["tests/vectors/keys/*.json"],
+    blocks: [],
+    what: "the key-log vectors, one scenario per file, and the verifier's cases",
+    source: "the scenario list in `tests/key_log_vectors.rs`",
+    rust: { target: "--test key_log_vectors", test: "key_log_files_match_the_specified_cases" },
+    generator: "`tests/key_log_vectors.rs`",
+  },
+  {
     name: "lexicon",
     files: ["src/core/safety/lexicon/table.rs"],
     blocks: [],

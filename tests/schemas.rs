@@ -338,3 +338,26 @@ fn real_bodies_match_their_schemas() {
     }
     assert!(rejections >= 20);
 }
+
+#[test]
+fn the_error_schema_lists_every_reason_code_in_reporting_order() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schemas/error.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let listed: Vec<&str> = schema["$defs"]["reason_code"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let all: Vec<&str> = self_capsule::core::reason::ReasonCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    assert_eq!(listed, all);
+}

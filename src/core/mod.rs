@@ -41,6 +41,7 @@ pub mod diff;
 pub mod history;
 pub mod jcs;
 pub mod json;
+pub mod key_log;
 pub mod limits;
 pub mod mcp;
 pub mod mirror;

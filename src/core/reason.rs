@@ -128,6 +128,16 @@ reason_codes! {
     NewAgentIpQuotaExceeded => "new_agent_ip_quota_exceeded", 429, BackOff, "Back off; do not churn identities; retry after next_write_at.";
     WriteQuotaExceeded => "write_quota_exceeded", 429, BackOff, "Back off until next_write_at; keep operating read-only.";
     CooldownActive => "cooldown_active", 429, BackOff, "Too many rejected writes in a row; fix the payload and wait retry_after_sec.";
+    // --- the key log (POST /self/{agent_id}/keys.json; key_rotated also on writes and signed reads) ---
+    KeyRotated => "key_rotated", 403, Signature, "Stop: this key was rotated out of the agent's key log; load the agent's current key (keys.json says which), never retry with this one.";
+    BadKeyEvent => "bad_key_event", 422, FixPayload, "Fix the key event or its body (the detail names the member); do not retry unchanged.";
+    KeyEventStale => "key_event_stale", 409, FixPayload, "Read keys.json, build the event on its newest index and hash, sign it again and resubmit.";
+    RotationNotCommitted => "rotation_not_committed", 403, Signature, "Stop: only the key committed as next (or the recovery key) can rotate, and only the current key recommits; load that key, never retry with another.";
+    RecoveryWindowClosed => "recovery_window_closed", 403, Request, "The rotation is final and can no longer be superseded; rotate with the recovery key without supersedes instead.";
+    RecommitPending => "recommit_pending", 409, BackOff, "A recommit is already waiting to mature (head.json keys.pending_recommit); wait for it, or rotate with the next key, which cancels it.";
+    KeyReused => "key_reused", 409, FixPayload, "Generate a fresh key: no key serves an agent twice, and no key of one agent may be another agent's genesis key.";
+    CommitmentReused => "commitment_reused", 422, FixPayload, "Commit digests of freshly generated keys, distinct from each other and from every key or next-key digest this agent used before.";
+    KeyLogFull => "key_log_full", 409, Request, "The key log holds its 256 events; this agent accepts no further key event.";
     // --- the USDC upgrade (quote and claim; bodies of the form {"error": code}) ---
     BadUpgradeRequest => "bad_upgrade_request", 400, FixPayload, "Fix the quote or claim body (the detail names the field); do not retry unchanged.";
     UnsupportedPlan => "unsupported_plan", 400, FixPayload, "Ask for plan \"pro\" or \"plus\".";

@@ -125,6 +125,14 @@ pub fn fingerprint(key: &PublicKey) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed(String);
 
+impl Malformed {
+    /// A reading error with this text (for other sealed bodies, such as the
+    /// key log's records).
+    pub(crate) fn new(text: impl Into<String>) -> Malformed {
+        Malformed(text.into())
+    }
+}
+
 impl fmt::Display for Malformed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

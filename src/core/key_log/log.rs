@@ -1,0 +1,532 @@
+//! The sealed key log: its records, the service's acceptance of a submitted
+//! event, the offline verification of a served log, and a client's pin.
+//!
+//! A record is `{"event": <the event as signed>, "history_sequence": n,
+//! "accepted_at": "<RFC 3339>"}` plus the seal every history entry has
+//! (`hash` = SHA3-256 of the record's RFC 8785 bytes, `service_signature`,
+//! `signed_by`). The agent's signed event is kept whole inside the record
+//! (the design sketch wrote the service's members beside the event's; nested,
+//! the bytes the agent signed stay one object that can be checked alone).
+//! `previous_hash` inside each event is the previous record's sealed `hash`,
+//! so the agent's signature covers the chain too.
+
+use super::event::{Change, KeyEvent, RotationAuthority};
+use super::state::{Earlier, KeyState, KeysSummary};
+use crate::core::crypto::AgentId;
+use crate::core::history::{Hashed, Keyring, Malformed, Sealed, ServiceKey};
+use crate::core::jcs;
+use crate::core::json::Json;
+use crate::core::reason::{ReasonCode, Refusal};
+use crate::core::time::{parse_rfc3339, rfc3339};
+use serde::Serialize;
+
+/// The hashed members of one key-log record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRecord {
+    /// The event, exactly as the agent signed it.
+    pub event: Json,
+    /// The history's length when the event was accepted: the sequence of the
+    /// first entry the new key may sign.
+    pub history_sequence: u64,
+    /// When the service accepted it (RFC 3339, ms).
+    pub accepted_at: String,
+}
+
+impl Serialize for KeyRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.unsealed().serialize(s)
+    }
+}
+
+/// A record with its seal, as stored and served.
+pub type SealedKeyRecord = Sealed<KeyRecord>;
+
+impl Hashed for KeyRecord {
+    const NAME: &'static str = "key record";
+
+    fn unsealed(&self) -> Json {
+        Json::Object(vec![
+            ("event".into(), self.event.clone()),
+            ("history_sequence".into(), self.history_sequence.into()),
+            ("accepted_at".into(), self.accepted_at.as_str().into()),
+        ])
+    }
+
+    fn from_unsealed(v: &Json) -> Result<Self, Malformed> {
+        let m = v
+            .as_object()
+            .ok_or_else(|| Malformed::new("key record must be an object"))?;
+        if m.len() != 3 {
+            return Err(Malformed::new(
+                "key record has exactly event, history_sequence, accepted_at and the seal",
+            ));
+        }
+        Ok(KeyRecord {
+            event: v
+                .get("event")
+                .filter(|e| e.as_object().is_some())
+                .ok_or_else(|| Malformed::new("key record.event must be an object"))?
+                .clone(),
+            history_sequence: v
+                .get("history_sequence")
+                .and_then(Json::as_safe_u64)
+                .ok_or_else(|| Malformed::new("key record.history_sequence must be an integer"))?,
+            accepted_at: v
+                .get("accepted_at")
+                .and_then(Json::as_str)
+                .filter(|t| parse_rfc3339(t).is_some())
+                .ok_or_else(|| Malformed::new("key record.accepted_at must be an RFC 3339 time"))?
+                .to_owned(),
+        })
+    }
+}
+
+impl KeyRecord {
+    fn accepted_ms(&self) -> u64 {
+        parse_rfc3339(&self.accepted_at).unwrap_or(0)
+    }
+}
+
+/// What a submission to `POST /self/{agent_id}/keys.json` carries besides
+/// the event: the seq of the capsule envelope signed by the new key, if one
+/// comes with it (the Worker checks the envelope itself as a write).
+#[derive(Debug, Clone)]
+pub struct Submission {
+    /// The event as sent.
+    pub event: Json,
+    /// The accompanying envelope's `seq`, if any.
+    pub envelope_seq: Option<u64>,
+}
+
+/// What the history says about the write a disputing rotation names as the
+/// owner's last good one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteLookup {
+    /// Retained: its cursor.
+    Found(String),
+    /// Written once, but pruned from the retained history (its cursor can no
+    /// longer be checked; the seq is trusted as the client recorded it).
+    Pruned,
+    /// The outgoing key never wrote this seq.
+    Missing,
+}
+
+/// The agent's writes, as a disputing rotation needs them.
+pub trait Writes {
+    /// The write with `seq` by key index `key_index`.
+    fn lookup(&self, key_index: u64, seq: u64) -> WriteLookup;
+    /// Whether `id` is another agent's id (its genesis key's SHA-256): a
+    /// rotation may not make another agent's genesis key current, so a
+    /// signed read's `keyid` names one agent only.
+    fn is_other_agent(&self, id: &AgentId) -> bool;
+}
+
+/// The outcome of an accepted submission.
+#[derive(Debug, Clone)]
+pub enum Accepted {
+    /// A new event: its sealed record and the state after it.
+    New {
+        /// The record to append.
+        record: Box<SealedKeyRecord>,
+        /// The state after it.
+        state: Box<KeyState>,
+        /// The event, parsed.
+        event: Box<KeyEvent>,
+    },
+    /// The exact bytes of event `index` again: nothing changes (a client's
+    /// safe retry).
+    AlreadyApplied {
+        /// The event's index.
+        index: u64,
+    },
+}
+
+/// An agent's key log: its sealed records and the state they fold to.
+#[derive(Debug, Clone)]
+pub struct KeyLog {
+    agent_id: AgentId,
+    records: Vec<SealedKeyRecord>,
+    state: Option<KeyState>,
+}
+
+/// A log whose records do not fold: the first record that fails and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Broken {
+    /// The failing record's index.
+    pub index: u64,
+    /// Why.
+    pub refusal: Refusal,
+}
+
+struct Prefix<'a>(&'a [SealedKeyRecord]);
+
+impl Earlier for Prefix<'_> {
+    fn before(&self, index: u64) -> Option<(Option<KeyState>, String, bool, u64)> {
+        let i = usize::try_from(index).ok()?;
+        let record = self.0.get(i)?;
+        let at = record.accepted_ms();
+        let mut before = fold(&self.0[..i]).ok()?;
+        if let Some(s) = before.as_mut() {
+            s.settle(at);
+        }
+        let was_next = matches!(
+            KeyEvent::from_json(&record.event).map(|e| e.change),
+            Ok(Change::Rotation {
+                authority: RotationAuthority::Next,
+                ..
+            })
+        );
+        Some((before, record.seal.hash.clone(), was_next, at))
+    }
+}
+
+/// Folds records into the state they reach, checking each event as it was
+/// accepted (at its sealed time) but not the seals (the verifier's job).
+fn fold(records: &[SealedKeyRecord]) -> Result<Option<KeyState>, Broken> {
+    let mut state: Option<KeyState> = None;
+    for (i, r) in records.iter().enumerate() {
+        let broken = |refusal| Broken {
+            index: i as u64,
+            refusal,
+        };
+        let event = KeyEvent::from_json(&r.event)
+            .map_err(|d| broken(Refusal::new(ReasonCode::BadKeyEvent, d)))?;
+        let at = r.accepted_ms();
+        if let Some(s) = state.as_mut() {
+            s.settle(at);
+        }
+        KeyState::check(state.as_ref(), &event, at, &Prefix(&records[..i])).map_err(broken)?;
+        state = Some(KeyState::apply(
+            state,
+            &event,
+            &r.seal.hash,
+            at,
+            r.history_sequence,
+        ));
+    }
+    Ok(state)
+}
+
+impl KeyLog {
+    /// An agent with no key log: today's rules (its genesis key signs everything).
+    pub fn empty(agent_id: AgentId) -> KeyLog {
+        KeyLog {
+            agent_id,
+            records: Vec::new(),
+            state: None,
+        }
+    }
+
+    /// The log from stored records (the agent's object keeps them).
+    pub fn from_records(
+        agent_id: AgentId,
+        records: Vec<SealedKeyRecord>,
+    ) -> Result<KeyLog, Broken> {
+        let state = fold(&records)?;
+        Ok(KeyLog {
+            agent_id,
+            records,
+            state,
+        })
+    }
+
+    /// Appends what [`KeyLog::accept`] returned, without folding the log
+    /// again (the state is the one `accept` computed).
+    pub fn push(&mut self, record: SealedKeyRecord, state: KeyState) {
+        self.records.push(record);
+        self.state = Some(state);
+    }
+
+    /// The records, oldest first.
+    pub fn records(&self) -> &[SealedKeyRecord] {
+        &self.records
+    }
+
+    /// The state (`None`: no event yet).
+    pub fn state(&self) -> Option<&KeyState> {
+        self.state.as_ref()
+    }
+
+    /// head.json's `keys` (`None` for an agent without a key log).
+    pub fn summary(&self, now_ms: u64) -> Option<KeysSummary> {
+        self.state.as_ref().map(|s| s.summary(now_ms))
+    }
+
+    /// Decides a submission at `now_ms`, while the history holds
+    /// `history_len` entries. On acceptance the record is sealed with `key`;
+    /// the caller stores it (with the envelope's write, atomically) and
+    /// swaps in the new state.
+    pub fn accept(
+        &self,
+        submission: &Submission,
+        now_ms: u64,
+        history_len: u64,
+        writes: &dyn Writes,
+        key: &ServiceKey,
+    ) -> Result<Accepted, Refusal> {
+        let text = jcs::canonicalize(&submission.event);
+        if let Some(i) = self
+            .records
+            .iter()
+            .position(|r| jcs::canonicalize(&r.event) == text)
+        {
+            return Ok(Accepted::AlreadyApplied { index: i as u64 });
+        }
+        let event = KeyEvent::from_json(&submission.event)
+            .map_err(|d| Refusal::new(ReasonCode::BadKeyEvent, d))?;
+        if event.agent_id != self.agent_id {
+            return Err(Refusal::new(
+                ReasonCode::BadKeyEvent,
+                "agent_id is not the agent in the path",
+            ));
+        }
+        let mut state = self.state.clone();
+        if let Some(s) = state.as_mut() {
+            s.settle(now_ms);
+        }
+        KeyState::check(state.as_ref(), &event, now_ms, &Prefix(&self.records))?;
+        if let Change::Rotation { disputes_after, .. } = &event.change {
+            if writes.is_other_agent(&event.public_key.agent_id()) {
+                return Err(Refusal::new(
+                    ReasonCode::KeyReused,
+                    "public_key is another agent's genesis key",
+                ));
+            }
+            if let Some(last) = disputes_after {
+                let outgoing = state.as_ref().map_or(0, KeyState::key_index);
+                match writes.lookup(outgoing, last.seq) {
+                    WriteLookup::Found(c) if c != last.cursor => {
+                        return Err(Refusal::new(
+                            ReasonCode::BadKeyEvent,
+                            format!(
+                                "disputes_after: the write with seq {} has cursor {c}",
+                                last.seq
+                            ),
+                        ))
+                    }
+                    WriteLookup::Missing => {
+                        return Err(Refusal::new(
+                            ReasonCode::BadKeyEvent,
+                            format!(
+                                "disputes_after: the outgoing key wrote no version with seq {}",
+                                last.seq
+                            ),
+                        ))
+                    }
+                    _ => {}
+                }
+                match submission.envelope_seq {
+                    None => {
+                        return Err(Refusal::new(
+                            ReasonCode::BadKeyEvent,
+                            "a disputing rotation carries the owner's capsule (an envelope signed by the new key)",
+                        ))
+                    }
+                    Some(seq) if seq <= last.seq => {
+                        return Err(Refusal::new(
+                            ReasonCode::ReplaySeq,
+                            format!(
+                                "the envelope's seq must be above the last good write's ({})",
+                                last.seq
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let record = Sealed::new(
+            KeyRecord {
+                event: event.to_json(),
+                history_sequence: history_len,
+                accepted_at: rfc3339(now_ms),
+            },
+            key,
+        );
+        let state = KeyState::apply(state, &event, &record.seal.hash, now_ms, history_len);
+        Ok(Accepted::New {
+            record: Box::new(record),
+            state: Box::new(state),
+            event: Box::new(event),
+        })
+    }
+}
+
+/// One problem the offline verifier found in a key log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyLogFailure {
+    /// The record's index (`None`: the log as a whole).
+    pub index: Option<u64>,
+    /// The reason code the service would have refused the event with, or
+    /// `seal` / `order` / `pin` for what only a verifier checks.
+    pub check: String,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// The offline verification of a served key log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyLogReport {
+    /// No failure.
+    pub valid: bool,
+    /// Records read.
+    pub length: u64,
+    /// What the log folds to (`None` if it is empty or broken).
+    pub keys: Option<KeysSummary>,
+    /// Everything wrong, first failure first.
+    pub failures: Vec<KeyLogFailure>,
+}
+
+/// Verifies a key log from untrusted JSON (keys.json's `events`, or an
+/// export's `key_log`) for `agent`: every seal under `keyring`, each record's
+/// hash over its own bytes, the chain of `previous_hash`, times and history
+/// positions that never go back, and every event against the state before it
+/// at its sealed time: the rules the service applied. `now_ms` only dates the
+/// summary (`final_at`, a pending recommit).
+pub fn verify_key_log(
+    agent: &AgentId,
+    events: &[Json],
+    keyring: &Keyring,
+    now_ms: u64,
+) -> (KeyLogReport, Option<KeyState>) {
+    let mut failures = Vec::new();
+    let fail =
+        |failures: &mut Vec<KeyLogFailure>, index: Option<u64>, check: &str, detail: String| {
+            failures.push(KeyLogFailure {
+                index,
+                check: check.to_owned(),
+                detail,
+            })
+        };
+    let mut records = Vec::new();
+    for (i, v) in events.iter().enumerate() {
+        let i = i as u64;
+        match SealedKeyRecord::from_json(v) {
+            Ok(r) => {
+                if crate::core::history::sha3_hex(r.canonical().as_bytes()) != r.seal.hash {
+                    fail(
+                        &mut failures,
+                        Some(i),
+                        "seal",
+                        "hash does not match the record's bytes".into(),
+                    );
+                } else if let Err(e) = r.seal.verify(keyring) {
+                    fail(&mut failures, Some(i), "seal", e.to_string());
+                }
+                records.push(r);
+            }
+            Err(e) => {
+                fail(&mut failures, Some(i), "bad_key_event", e.to_string());
+                break;
+            }
+        }
+    }
+    for (i, pair) in records.windows(2).enumerate() {
+        if pair[1].accepted_ms() < pair[0].accepted_ms()
+            || pair[1].history_sequence < pair[0].history_sequence
+        {
+            fail(
+                &mut failures,
+                Some(i as u64 + 1),
+                "order",
+                "accepted_at or history_sequence goes back".into(),
+            );
+        }
+    }
+    let state = match fold(&records) {
+        Ok(s) => s,
+        Err(b) => {
+            fail(
+                &mut failures,
+                Some(b.index),
+                b.refusal.code.as_str(),
+                b.refusal.detail_or_code().to_owned(),
+            );
+            None
+        }
+    };
+    if let Some(s) = &state {
+        if s.agent_id != *agent {
+            fail(
+                &mut failures,
+                None,
+                "bad_key_event",
+                "the log is another agent's".into(),
+            );
+        }
+    }
+    // Reported by position (a whole-log failure first), each position's in
+    // the order found: seal, order, then the rule that refused the event.
+    failures.sort_by_key(|f| f.index);
+    let report = KeyLogReport {
+        valid: failures.is_empty(),
+        length: records.len() as u64,
+        keys: state.as_ref().map(|s| s.summary(now_ms)),
+        failures,
+    };
+    (report, state)
+}
+
+/// What a client remembers of the last key log it saw for an agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Pin {
+    /// Events in it.
+    pub length: u64,
+    /// Its last record's sealed hash.
+    pub head_hash: String,
+}
+
+/// A served log against a pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinCheck {
+    /// The pinned log, or one that extends it.
+    Consistent,
+    /// Shorter than the pinned one: a rollback.
+    Rollback {
+        /// Pinned length.
+        pinned: u64,
+        /// Served length.
+        served: u64,
+    },
+    /// A different sealed record at the pinned position: two histories, both
+    /// sealed by the service (evidence that it equivocated or its key leaked).
+    Fork {
+        /// The position.
+        index: u64,
+        /// The pinned hash.
+        pinned: String,
+        /// The served hash.
+        served: String,
+    },
+}
+
+impl Pin {
+    /// The pin for a log.
+    pub fn of(records: &[SealedKeyRecord]) -> Option<Pin> {
+        records.last().map(|r| Pin {
+            length: records.len() as u64,
+            head_hash: r.seal.hash.clone(),
+        })
+    }
+
+    /// Compares a served log with this pin. The log is append-only (a
+    /// recovery supersedes by appending), so any difference is a fork.
+    pub fn check(&self, served: &[SealedKeyRecord]) -> PinCheck {
+        let served_len = served.len() as u64;
+        if served_len < self.length {
+            return PinCheck::Rollback {
+                pinned: self.length,
+                served: served_len,
+            };
+        }
+        let at = &served[(self.length - 1) as usize].seal.hash;
+        if *at != self.head_hash {
+            return PinCheck::Fork {
+                index: self.length - 1,
+                pinned: self.head_hash.clone(),
+                served: at.clone(),
+            };
+        }
+        PinCheck::Consistent
+    }
+}
