@@ -104,7 +104,23 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
     walk::strings(capsule, |text, context, path| {
         let mut hits: Vec<(&'static rules::Rule, Option<Encoding>)> = Vec::new();
         let mut check = |text: &str, via: Option<Encoding>| {
-            engine::for_each_hit(&normalize::views(text), |rule| {
+            let views = normalize::views(text);
+            // Injection found only inside the title of a cited work is the
+            // title, not a command (normalize::without_cited_titles).
+            let uncited: Option<Vec<&'static str>> = normalize::without_cited_titles(&views.raw)
+                .map(|rest| {
+                    let mut names = Vec::new();
+                    engine::for_each_hit(&normalize::views(&rest), |rule| names.push(rule.name));
+                    names
+                });
+            engine::for_each_hit(&views, |rule| {
+                if rule.class == FindingClass::Injection
+                    && uncited
+                        .as_ref()
+                        .is_some_and(|names| !names.contains(&rule.name))
+                {
+                    return;
+                }
                 if !context.allows(rule) && !hits.iter().any(|(h, _)| h.name == rule.name) {
                     hits.push((rule, via));
                 }

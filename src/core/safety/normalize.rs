@@ -48,6 +48,51 @@ impl Views<'_> {
     }
 }
 
+/// The text with the titles of cited works blanked out, when it cites any:
+/// a reading list that cites "Ignore Previous Prompt: Attack Techniques for
+/// Language Models" (Perez and Ribeiro, 2022) names a paper; it does not tell
+/// the reader to ignore anything. A title is a quoted span of 3 to 20 words,
+/// most of its longer words capitalised (as titles are written and commands
+/// are not), in a string that also carries a year (1950-2099) outside the
+/// quotes. Only injection rules are asked again on the result (`super::scan`);
+/// every other rule keeps the whole text.
+pub(super) fn without_cited_titles(raw: &str) -> Option<String> {
+    if !raw.contains('"') {
+        return None;
+    }
+    let quotes: Vec<usize> = raw.match_indices('"').map(|(i, _)| i).collect();
+    let mut titles = Vec::new();
+    for pair in quotes.chunks_exact(2) {
+        let (a, b) = (pair[0] + 1, pair[1]);
+        let words: Vec<&str> = raw[a..b].split_whitespace().collect();
+        let long: Vec<&str> = words
+            .iter()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|w| w.chars().count() >= 4)
+            .collect();
+        let capitalised = long
+            .iter()
+            .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+            .count();
+        if (3..=20).contains(&words.len()) && long.len() >= 2 && capitalised * 10 >= long.len() * 7
+        {
+            titles.push((a, b));
+        }
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut at = 0;
+    for &(a, b) in &titles {
+        out.push_str(&raw[at..a]);
+        out.push(' ');
+        at = b;
+    }
+    out.push_str(&raw[at..]);
+    let has_year = out
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|d| d.len() == 4 && ("1950".."2100").contains(&d));
+    (!titles.is_empty() && has_year).then_some(out)
+}
+
 pub(super) fn views(text: &str) -> Views<'_> {
     let raw = fold(text);
     // Full Unicode lower case, so "ИГНОРИРУЙ" and "IGNORIERE" read alike;
