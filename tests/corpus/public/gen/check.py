@@ -3,8 +3,11 @@
 
 Checks column counts, classes and fields, escape validity, per-field length
 caps (in Unicode scalar values, after unescaping), duplicate texts (within and
-across the two files), minimum counts per category (the encoded ones too), and
-prints per-category counts. Exit code 1 on error.
+across the two files), minimum counts per category (the encoded ones and
+the 22-language extension's too), per-language minimums for
+injection/multilingual (10, or 8 for a transliteration) and for the `# lang:`
+sections of benign/multilingual (5), and prints per-category counts.
+Exit code 1 on error.
 Uses only the standard library.
 """
 import collections
@@ -36,7 +39,20 @@ MAJOR = [
     "injection/exfiltration", "injection/role_template", "injection/jailbreak",
     "injection/hidden_text", "injection/shell", "url/url",
 ]
-ML_LANGS = 17
+ML_LANGS = 42
+# languages written in a transliteration (Latin letters for a language usually
+# written in another script): fewer samples each
+TRANSLIT = {"Hinglish", "Arabizi", "Roman Urdu"}
+MIN_PER_LANG, MIN_PER_TRANSLIT = 10, 8
+# benign/multilingual lines under a `# lang:` comment (the 25 languages added
+# with the 22-language extension): minimum per language
+BENIGN_LANGS = 25
+MIN_BENIGN_PER_LANG = 5
+# categories added with the extension (hand-written and gen/build.py's RZ block)
+MIN_EXTENSION = {
+    "injection/indirect": 60, "injection/policy": 15, "injection/obfuscated": 25,
+    "secret/disguised": 80, "benign/lookalike": 60,
+}
 # encoded samples (gen/build.py): minimum per category, unsafe and benign
 MIN_ENCODED = {
     "injection/encoded": 40, "secret/encoded": 20, "url/encoded": 5,
@@ -115,7 +131,7 @@ def main():
         if cats[c] < MIN_PER_MAJOR:
             errors.append(f"only {cats[c]} samples in {c} (< {MIN_PER_MAJOR})")
     bcats = collections.Counter(cat for _, cat, _, _ in benign)
-    for c, k in MIN_ENCODED.items():
+    for c, k in list(MIN_ENCODED.items()) + list(MIN_EXTENSION.items()):
         n = (bcats if c.startswith("benign/") else cats)[c]
         if n < k:
             errors.append(f"only {n} samples in {c} (< {k})")
@@ -133,8 +149,29 @@ def main():
         if len(langs) < ML_LANGS:
             errors.append(f"multilingual covers {len(langs)} languages (< {ML_LANGS})")
         for l, k in langs.items():
-            if k < 10:
-                errors.append(f"multilingual {l}: only {k} samples")
+            need = MIN_PER_TRANSLIT if l in TRANSLIT else MIN_PER_LANG
+            if k < need:
+                errors.append(f"multilingual {l}: only {k} samples (< {need})")
+        missing = TRANSLIT - set(langs)
+        if missing:
+            errors.append(f"multilingual: no samples for {sorted(missing)}")
+    blangs = collections.Counter()
+    cur = None
+    with open(os.path.join(ROOT, "benign.tsv"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                cur = line.split(":", 1)[1].strip() if line.startswith("# lang:") else None
+            elif line.startswith("benign/multilingual\t") and cur:
+                blangs[cur] += 1
+    print("  benign multilingual per `# lang:` language: " + ", ".join(f"{l}={k}" for l, k in sorted(blangs.items())))
+    if len(blangs) < BENIGN_LANGS:
+        errors.append(f"benign multilingual covers {len(blangs)} `# lang:` languages (< {BENIGN_LANGS})")
+    for l, k in blangs.items():
+        if k < MIN_BENIGN_PER_LANG:
+            errors.append(f"benign multilingual {l}: only {k} samples (< {MIN_BENIGN_PER_LANG})")
+    for l in blangs:
+        if l not in langs:
+            errors.append(f"benign multilingual {l}: no unsafe samples in that language")
     if errors:
         print(f"\n{len(errors)} error(s):")
         for e in errors:
