@@ -66,6 +66,10 @@ pub(super) enum Check {
     /// [`urls::is_image_reference`]): a registry host and a
     /// repository path name an image to pull, not a page to visit.
     NotImageReference,
+    /// Some capture group (the words between two halves of a phrase) must
+    /// not negate it: "the deny flags are now false" but not "the deny flags
+    /// must never be false".
+    Unnegated,
 }
 
 impl Check {
@@ -75,6 +79,12 @@ impl Check {
             Check::None => true,
             Check::CredentialValue => super::credential::looks_like_credential(value),
             Check::NotImageReference => !urls::is_image_reference(value),
+            Check::Unnegated => !value
+                .split(|b: &u8| !b.is_ascii_alphabetic() && *b != b'\'')
+                .any(|w| {
+                    matches!(w, b"not" | b"never" | b"no" | b"nor" | b"without")
+                        || w.ends_with(b"n't")
+                }),
         }
     }
 }
