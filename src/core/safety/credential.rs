@@ -25,6 +25,20 @@ pub(super) fn looks_like_credential(value: &[u8]) -> bool {
     {
         return false;
     }
+    // A path of lower-case segments, "secret/data/staging/db" or
+    // "kv/apps/billing": where a secret lives, not the secret.
+    if v.iter().filter(|&&b| b == b'/').count() >= 2
+        && v.split(|&b| b == b'/').all(|seg| {
+            !seg.is_empty()
+                && seg
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(b))
+        })
+        && v.split(|&b| b == b'/')
+            .any(|seg| seg.len() >= 3 && seg.iter().all(u8::is_ascii_lowercase))
+    {
+        return false;
+    }
     let has_digit = v.iter().any(u8::is_ascii_digit);
     // Non-ASCII bytes count as letters: "Пароль123", "Contraseña2024".
     let has_alpha = v.iter().any(|b| b.is_ascii_alphabetic() || *b >= 0x80);
@@ -103,6 +117,7 @@ mod tests {
             "abc123def456",
             "CorrectHorse",
             "Пароль123",
+            "Zx9/Qm2/p4Lk",
         ] {
             assert!(cred(v.as_bytes()), "{v}");
         }
@@ -115,6 +130,8 @@ mod tests {
             "required",
             "Required",
             "stored-in-vault",
+            "secret/data/staging/db",
+            "kv/apps/billing-2",
             "${OPENAI_API_KEY}",
             "<redacted>",
             "********",

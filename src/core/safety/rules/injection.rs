@@ -385,20 +385,33 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "privilege_escalation",
-        matcher: keyed(
-            Lower,
-            &["sudo", "su", "chmod", "chown"],
-            concat!(
+        // The word before the command is captured: a command reported as
+        // run ("Ran sudo ...") is a log line (`Check::NotReported`).
+        matcher: Matcher::Pattern {
+            view: Lower,
+            check: Check::NotReported,
+            keywords: &["sudo", "su", "chmod", "chown"],
+            regex: concat!(
+                r"((?:\b[a-z]+\s+)?)(?:",
                 r"\bsudo\s+(?:-[a-z]+\s+(?:[a-z0-9_-]+\s+)?)*",
                 r"(?:rm|chmod|chown|chgrp|apt|apt-get|yum|dnf|pacman|apk|pip[0-9]?|npm|su|bash|sh|zsh|cat|tee|mv|cp|dd|mkfs|systemctl|service|kill|killall|pkill|curl|wget|useradd|usermod|passwd|visudo|nano|vi|vim|echo|python[0-9.]*|docker|mount|iptables|reboot|shutdown|ln|touch|make|install|nc|crontab|env)\b",
                 r"|\bsudo\s+-[isue]\b|\bsudo\s+!!",
                 r"|\bsu\s+(?:-\s+)?root\b|\bsu\s+-c\b",
                 r"|\bchmod\s+(?:-[a-z]+\s+)*(?:[ugoa]*[+=-][rwxst]+|[0-7]{3,4})\b",
                 r"|\bchown\s+(?:-[a-z]+\s+)*root\b",
+                r")",
             ),
-        ),
-        hits: examples!["sudo rm x", "chmod +x ./payload"],
-        misses: examples!["Avoid sudo in CI images", "Change mode of the report"],
+        },
+        hits: examples![
+            "sudo rm x",
+            "chmod +x ./payload",
+            "Then run sudo systemctl stop auditd"
+        ],
+        misses: examples![
+            "Avoid sudo in CI images",
+            "Change mode of the report",
+            "Ran sudo systemctl reload nginx after the config change",
+        ],
         ..BASE
     },
     Rule {

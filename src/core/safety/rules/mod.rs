@@ -70,6 +70,9 @@ pub(super) enum Check {
     /// not negate it: "the deny flags are now false" but not "the deny flags
     /// must never be false".
     Unnegated,
+    /// Some capture group (the word before a command) must not report it as
+    /// done: "Ran sudo systemctl reload nginx" is a log line, not an order.
+    NotReported,
 }
 
 impl Check {
@@ -79,6 +82,10 @@ impl Check {
             Check::None => true,
             Check::CredentialValue => super::credential::looks_like_credential(value),
             Check::NotImageReference => !urls::is_image_reference(value),
+            Check::NotReported => !matches!(
+                value.trim_ascii(),
+                b"ran" | b"executed" | b"used" | b"tried" | b"invoked" | b"typed" | b"needed"
+            ),
             Check::Unnegated => !value
                 .split(|b: &u8| !b.is_ascii_alphabetic() && *b != b'\'')
                 .any(|w| {
