@@ -45,7 +45,7 @@ pub enum Encoding {
     /// `"reversed"`: the characters in reverse order.
     Reversed,
     /// `"spaced"`: short groups of letters and digits split by spaces,
-    /// hyphens or dots (`AKIA 1234 ABCD …`), joined again.
+    /// line breaks, hyphens or dots (`AKIA 1234 ABCD …`), joined again.
     Spaced,
 }
 
@@ -365,21 +365,42 @@ fn hex_run_at(b: &[u8], start: usize) -> Option<(Vec<u8>, usize)> {
 /// Fewest groups a split run needs before it is joined.
 pub(super) const MIN_GROUPS: usize = 4;
 
-/// Runs of at least [`MIN_GROUPS`] groups of 1 to 8 letters, digits or
-/// base64 symbols, split throughout by one separator (a space, `-` or `.`),
+/// Longest group of a split run.
+const MAX_GROUP: usize = 12;
+
+/// Runs of at least [`MIN_GROUPS`] groups of 1 to [`MAX_GROUP`] letters,
+/// digits or base64 symbols (and `-`, unless it splits them), split
+/// throughout by one separator (a space, a line break, `-` or `.`),
 /// holding both letters and digits and not only hex digits, joined without
-/// it: a key read out in groups (`AKIA 2E0A 8F3B …`) is still the key.
-/// Words of a sentence have no digits, so ordinary text is never joined.
+/// it: a key read out in groups (`AKIA 2E0A 8F3B …`, `sk-p roj- aB3d …`)
+/// or broken over lines is still the key. Words of a sentence have no
+/// digits, so ordinary text is never joined.
 fn spaced_runs(text: &str) -> Vec<String> {
-    let is_group_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '_' | '=');
     let mut runs = Vec::new();
-    for sep in [' ', '-', '.'] {
+    for sep in [' ', '\n', '-', '.'] {
+        let is_group_char = |c: char| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '+' | '/' | '_' | '=')
+                || (c == '-' && sep != '-')
+        };
         let mut groups: Vec<&str> = Vec::new();
         let mut flush = |groups: &mut Vec<&str>| {
             let joined: String = groups.concat();
+            // Groups that are not plain words (a digit, or a capital after
+            // the first letter), as a random key's nearly all are: two
+            // thirds of them at least, so a sentence with a number in it
+            // is not a key read out.
+            let unplain = groups
+                .iter()
+                .filter(|g| {
+                    g.bytes().any(|b| b.is_ascii_digit())
+                        || g.bytes().skip(1).any(|b| b.is_ascii_uppercase())
+                })
+                .count();
             // All hex: a UUID, a MAC address or a digest read out, data
             // either way.
             if groups.len() >= MIN_GROUPS
+                && unplain * 3 >= groups.len() * 2
                 && joined.bytes().any(|b| b.is_ascii_digit())
                 && joined.bytes().any(|b| b.is_ascii_alphabetic())
                 && !joined.bytes().all(|b| b.is_ascii_hexdigit())
@@ -389,7 +410,8 @@ fn spaced_runs(text: &str) -> Vec<String> {
             groups.clear();
         };
         for piece in text.split(sep) {
-            if (1..=8).contains(&piece.len()) && piece.chars().all(is_group_char) {
+            let piece = piece.strip_suffix('\r').unwrap_or(piece);
+            if (1..=MAX_GROUP).contains(&piece.len()) && piece.chars().all(is_group_char) {
                 groups.push(piece);
             } else {
                 // The piece may end the run (a last group glued to a word).
@@ -698,9 +720,27 @@ mod tests {
             &key,
         );
         finds(&grouped.join("-"), Encoding::Spaced, &key);
-        // Words, versions and dates are not joined.
+        // A prefixed key split by spaces or over lines.
+        let sk = format!("{}{}", "sk-proj-", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY");
+        let split = |n: usize, sep: &str| {
+            sk.as_bytes()
+                .chunks(n)
+                .map(|c| String::from_utf8(c.to_vec()).unwrap())
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        finds(&split(4, " "), Encoding::Spaced, &sk);
+        finds(&split(8, "\n"), Encoding::Spaced, &sk);
+        finds(&split(10, "\r\n"), Encoding::Spaced, &sk);
+        // Words, versions, dates and sentences with numbers are not joined.
         assert_eq!(decoded("run the tests and ship it"), []);
         assert_eq!(decoded("released 2026-11-26 as v1.4.2"), []);
+        assert_eq!(
+            decoded("Deploy 3 services to us-east-1 by Friday at 10am"),
+            []
+        );
+        assert_eq!(decoded("step 1\nstep 2\nstep 3\nship it"), []);
+        assert_eq!(decoded("Q3 goals: hire 2 SREs, cut p99 by 40%"), []);
     }
 
     #[test]

@@ -691,3 +691,60 @@ fn encoded_data_that_is_not_text_stays_clean() {
         assert_eq!(title_findings(&text), [], "{text}");
     }
 }
+
+/// Credentials in disguise: each form is a secret, through the scan's
+/// rules and decoding layers.
+#[test]
+fn disguised_credentials() {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine as _;
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let pct = |s: &str| s.bytes().map(|b| format!("%{b:02X}")).collect::<String>();
+    let ghp = format!("{}{}", "ghp_", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+    let sk = format!(
+        "{}{}",
+        "sk-proj-", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6d"
+    );
+    let user_pass = format!("{}:{}", "deploy", "Tr0ub4dor-42");
+    let env = format!(
+        "DB_HOST=db.internal\nDB_PASSWORD={}\nGITHUB_TOKEN={ghp}\n",
+        "Xk9vQ2mpL0rT"
+    );
+    let docker = format!(
+        r#"{{"auths": {{"https://index.docker.io/v1/": {{"auth": "{}"}}}}}}"#,
+        STANDARD.encode(&user_pass)
+    );
+    let chunks = |s: &str, n: usize, sep: &str| {
+        s.as_bytes()
+            .chunks(n)
+            .map(|c| String::from_utf8(c.to_vec()).unwrap())
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    let cases: Vec<String> = vec![
+        docker.clone(),
+        docker.replace(": ", ":").replace(", ", ","),
+        format!("auth: {}", STANDARD.encode(&user_pass)),
+        format!("WIFI:T:WPA;S:{};P:{};;", "HomeNet", "Xk9vQ2mpL0"),
+        format!(
+            "WIFI:S:{};T:WPA2;P:{};H:false;;",
+            "Office 5G", "correcthorsebattery"
+        ),
+        STANDARD.encode(&env),
+        hex(&env),
+        chunks(&sk, 4, " "),
+        chunks(&sk, 8, "\n"),
+        chunks(&ghp, 10, " "),
+        pct(&ghp),
+        format!("token%3D{}", pct(&sk)),
+        chunks(&fake_aws_key_id(), 4, " "),
+    ];
+    let mut missed = Vec::new();
+    for text in &cases {
+        let found = title_findings(text);
+        if !found.iter().any(|&(c, _, _)| c == Secret) {
+            missed.push(text.clone());
+        }
+    }
+    assert!(missed.is_empty(), "{missed:#?}");
+}

@@ -31,8 +31,12 @@
 //! session ids and Google refresh tokens (`1//`): prefixes too short to
 //! stay clean in prose.
 
-use super::{checked, keyed, pattern, Rule, View::Raw, BASE};
+use super::{checked, keyed, pattern, Matcher::Detect, Rule, View::Raw, BASE};
+use crate::core::safety::credential::looks_like_credential;
+use crate::core::safety::normalize::Views;
 use crate::core::safety::FindingClass::Secret;
+use base64::engine::general_purpose::STANDARD_NO_PAD;
+use base64::Engine as _;
 
 pub(super) static RULES: &[Rule] = &[
     // Vendor formats: prefix plus a body long enough that prose never matches.
@@ -656,6 +660,34 @@ pub(super) static RULES: &[Rule] = &[
         ],
         ..BASE
     },
+    // A Wi-Fi QR code's text (`WIFI:T:WPA;S:<ssid>;P:<password>;;`, any
+    // field order): the network's password.
+    Rule {
+        class: Secret,
+        name: "wifi_password",
+        matcher: keyed(Raw, &["wifi:"], r#"(?i)\bWIFI:(?:[A-Z]:(?:[^;\\]|\\.)*;)*?P:([^;\\$<{*\s](?:[^;\\]|\\.){3,})"#),
+        hits: examples![concat!("WIFI:T:WPA;S:HomeNet;P:", "Xk9vQ2", "mpL0;;"), concat!("wifi:S:Office 5G;T:WPA2;P:", "correcthorse", "battery;H:false;;")],
+        misses: examples!["WIFI:T:nopass;S:Guest;;", "WIFI:T:WPA;S:HomeNet;P:${WIFI_PASSWORD};;"],
+        ..BASE
+    },
+    // `"auth": "<base64 of user:password>"`, as in a Docker `config.json`
+    // `auths` block (or a note labelled `auth`).
+    Rule {
+        class: Secret,
+        name: "encoded_basic_auth",
+        matcher: Detect(encoded_basic_auth),
+        hits: examples![
+            concat!(r#"{"auths": {"https://index.docker.io/v1/": {"auth": "ZGVwbG95Ol"#, r#"RyMHViNGRvci00Mg=="}}}"#),
+            concat!("auth: ZGVwbG95Ol", "RyMHViNGRvci00Mg"),
+        ],
+        misses: examples![
+            // "user:password" and "user:<token>": placeholders.
+            r#"{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZA=="}}}"#,
+            r#""auth": "b2F1dGgy""#,
+            "auth: required",
+        ],
+        ..BASE
+    },
     Rule {
         class: Secret,
         name: "webhook_url",
@@ -686,6 +718,61 @@ pub(super) static RULES: &[Rule] = &[
         ..BASE
     },
 ];
+
+/// Whether an `auth` key holds base64 that decodes to `user:password` with
+/// a credential-looking password.
+fn encoded_basic_auth(v: &Views) -> bool {
+    let s = v.raw.as_bytes();
+    let mut from = 0;
+    while let Some(p) = find_ascii_ci(&s[from..], b"auth") {
+        let at = from + p;
+        from = at + 4;
+        if at > 0 && s[at - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        let mut i = at + 4;
+        let skip = |i: &mut usize, set: &[u8]| {
+            while s.get(*i).is_some_and(|b| set.contains(b)) {
+                *i += 1;
+            }
+        };
+        skip(&mut i, b"\"'");
+        skip(&mut i, b" \t");
+        if !matches!(s.get(i), Some(b':' | b'=')) {
+            continue;
+        }
+        i += 1;
+        skip(&mut i, b" \t\"'");
+        let start = i;
+        while s
+            .get(i)
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+        {
+            i += 1;
+        }
+        let body = &s[start..i];
+        if body.len() < 8 {
+            continue;
+        }
+        let Ok(decoded) = STANDARD_NO_PAD.decode(body) else {
+            continue;
+        };
+        let Some(colon) = decoded.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (user, pass) = (&decoded[..colon], &decoded[colon + 1..]);
+        let printable = |b: &[u8]| b.iter().all(|c| c.is_ascii_graphic());
+        if !user.is_empty() && printable(user) && printable(pass) && looks_like_credential(pass) {
+            return true;
+        }
+    }
+    false
+}
+
+fn find_ascii_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+}
 
 #[cfg(test)]
 mod tests {
