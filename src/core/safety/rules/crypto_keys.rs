@@ -382,7 +382,7 @@ fn seedqr(v: &Views) -> bool {
             if s[k].is_ascii_digit() {
                 digits.push(s[k] - b'0');
                 k += 1;
-            } else if digits.len() % 4 == 0
+            } else if digits.len().is_multiple_of(4)
                 && matches!(s[k], b' ' | b'-' | b'\n')
                 && s.get(k + 1).is_some_and(u8::is_ascii_digit)
             {
@@ -392,7 +392,7 @@ fn seedqr(v: &Views) -> bool {
             }
         }
         let glued = s.get(k).is_some_and(u8::is_ascii_alphanumeric);
-        if !glued && digits.len() % 12 == 0 && (48..=96).contains(&digits.len()) {
+        if !glued && digits.len().is_multiple_of(12) && (48..=96).contains(&digits.len()) {
             let ix: Vec<u16> = digits
                 .chunks(4)
                 .map(|d| d.iter().fold(0u16, |a, &x| a * 10 + u16::from(x)))
