@@ -447,27 +447,29 @@ fn spaced_runs(text: &str) -> Vec<String> {
         };
         let mut groups: Vec<&str> = Vec::new();
         let mut flush = |groups: &mut Vec<&str>| {
-            let joined: String = groups.concat();
             // Groups that are not plain words (a digit, or a capital after
             // the first letter), as a random key's nearly all are: two
             // thirds of them at least, so a sentence with a number in it
             // is not a key read out.
-            let unplain = groups
-                .iter()
-                .filter(|g| {
-                    g.bytes().any(|b| b.is_ascii_digit())
-                        || g.bytes().skip(1).any(|b| b.is_ascii_uppercase())
-                })
-                .count();
-            // All hex: a UUID, a MAC address or a digest read out, data
-            // either way.
-            if groups.len() >= MIN_GROUPS
-                && unplain * 3 >= groups.len() * 2
-                && joined.bytes().any(|b| b.is_ascii_digit())
-                && joined.bytes().any(|b| b.is_ascii_alphabetic())
-                && !joined.bytes().all(|b| b.is_ascii_hexdigit())
-            {
-                runs.push(joined);
+            let unplain = || {
+                groups
+                    .iter()
+                    .filter(|g| {
+                        g.bytes().any(|b| b.is_ascii_digit())
+                            || g.bytes().skip(1).any(|b| b.is_ascii_uppercase())
+                    })
+                    .count()
+            };
+            if groups.len() >= MIN_GROUPS && unplain() * 3 >= groups.len() * 2 {
+                let joined: String = groups.concat();
+                // All hex: a UUID, a MAC address or a digest read out, data
+                // either way.
+                if joined.bytes().any(|b| b.is_ascii_digit())
+                    && joined.bytes().any(|b| b.is_ascii_alphabetic())
+                    && !joined.bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    runs.push(joined);
+                }
             }
             groups.clear();
         };

@@ -331,20 +331,55 @@ fn in_lexicon(word: &str) -> bool {
 /// their middle letters shuffled. `None` when nothing changed (most
 /// strings: one pass over the bytes).
 fn unobfuscate(lower: &str) -> Option<String> {
+    // Bit `l` of `ENDS[f]`: some SCRAMBLED word starts with letter `f` and
+    // ends with letter `l` (most words are let through by one lookup).
+    const ENDS: [u32; 26] = {
+        let mut ends = [0u32; 26];
+        let mut k = 0;
+        while k < SCRAMBLED.len() {
+            let t = SCRAMBLED[k].as_bytes();
+            ends[(t[0] - b'a') as usize] |= 1 << (t[t.len() - 1] - b'a');
+            k += 1;
+        }
+        ends
+    };
+    // Letters, digits and the leetspeak symbols: the bytes of a word here.
+    const WORD_BYTE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut x = 0;
+        while x < 256 {
+            let c = x as u8;
+            t[x] = c.is_ascii_lowercase()
+                || c.is_ascii_digit()
+                || matches!(c, b'@' | b'$' | b'!' | b'|' | b'(' | b'+');
+            x += 1;
+        }
+        t
+    };
+    let is_word_byte = |x: u8| WORD_BYTE[usize::from(x)];
     let b = lower.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
     while i < b.len() {
-        let is_word_byte =
-            |x: u8| x.is_ascii_lowercase() || x.is_ascii_digit() || symbol_leet(x).is_some();
         if !is_word_byte(b[i]) {
             i += 1;
             continue;
         }
         let start = i;
+        let mut symbol = false;
+        let mut letters_only = true;
         while i < b.len() && is_word_byte(b[i]) {
+            symbol |= !b[i].is_ascii_alphanumeric();
+            letters_only &= b[i].is_ascii_lowercase();
             i += 1;
+        }
+        let word = &b[start..i];
+        let scramble = letters_only
+            && word.len() >= 5
+            && ENDS[usize::from(word[0] - b'a')] >> (word[word.len() - 1] - b'a') & 1 == 1;
+        if !symbol && !scramble {
+            continue;
         }
         // Not glued to other letters (a non-ASCII one, say).
         let glued = |k: usize| lower[k..].chars().next().is_some_and(char::is_alphanumeric);
@@ -357,8 +392,12 @@ fn unobfuscate(lower: &str) -> Option<String> {
         {
             continue;
         }
-        let word = &b[start..i];
-        let Some(read) = leet_word(word).or_else(|| unscrambled(word)) else {
+        let read = if symbol {
+            leet_word(word)
+        } else {
+            unscrambled(word)
+        };
+        let Some(read) = read else {
             continue;
         };
         let o = out.get_or_insert_with(|| String::with_capacity(lower.len()));

@@ -114,7 +114,7 @@ impl Language {
 
     /// The index in this list of a word of text folded by [`fold`].
     pub fn index(self, folded: &str) -> Option<u16> {
-        static INDEXES: [OnceLock<HashMap<Box<str>, u16>>; 10] = [const { OnceLock::new() }; 10];
+        static INDEXES: [OnceLock<Index>; 10] = [const { OnceLock::new() }; 10];
         let key = if self.by_prefix() {
             folded
                 .char_indices()
@@ -264,9 +264,35 @@ fn decode(bytes: &[u8]) -> Vec<Vec<String>> {
 /// How many leading letters identify a word of a Latin-script list.
 const PREFIX: usize = 4;
 
-fn index_of(lang: Language) -> HashMap<Box<str>, u16> {
+/// FNV-1a: the words of text looked up here are short, and a list's keys
+/// are fixed, so SipHash's keyed randomness buys nothing and costs most of
+/// a lookup (one per word of most strings).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Index = HashMap<Box<str>, u16, std::hash::BuildHasherDefault<Fnv>>;
+
+fn index_of(lang: Language) -> Index {
     let keys: Vec<String> = lang.keys().iter().map(|w| fold(w, lang.script())).collect();
-    let mut index: HashMap<Box<str>, u16> = HashMap::with_capacity(keys.len() * 2);
+    let mut index = Index::with_capacity_and_hasher(keys.len() * 2, Default::default());
     for (i, k) in keys.iter().enumerate() {
         index.insert(k.as_str().into(), i as u16);
     }

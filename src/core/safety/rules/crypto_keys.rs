@@ -329,13 +329,41 @@ fn bip39_mnemonic(v: &Views) -> bool {
     }
     let mut budget = BIP39_WINDOW_BUDGET;
     let mut labelled: Option<bool> = None;
-    Language::ALL.iter().any(|&lang| {
-        phrase_in(lang, &words, false, &mut budget, &mut labelled, v)
-            || lang == Language::Japanese && unspaced_kana(&words, &mut budget)
-    }) || Language::ALL
-        .iter()
-        .filter(|l| l.script() == Script::Latin)
-        .any(|&lang| phrase_in(lang, &words, true, &mut budget, &mut labelled, v))
+    let mut memo = Vec::with_capacity(words.len());
+    // The longest run of joined words of each script that a list could
+    // hold: a list is searched only where its script has a run of 12 (a
+    // sentence's short words, "a", "to", "of", break most runs of prose).
+    let mut per_script = [0usize; 5];
+    let mut run = 0;
+    for (k, w) in words.iter().enumerate() {
+        let continues = k > 0 && w.joined && words[k - 1].script == w.script;
+        run = if w.key.is_empty() {
+            0
+        } else if continues {
+            run + 1
+        } else {
+            1
+        };
+        let best = &mut per_script[w.script as usize];
+        *best = (*best).max(run);
+    }
+    let mut search = |lang: Language, reversed| {
+        per_script[lang.script() as usize] >= 12
+            && phrase_in(
+                lang,
+                &words,
+                reversed,
+                &mut memo,
+                &mut budget,
+                &mut labelled,
+                v,
+            )
+    };
+    // Letters reversed: English only (the other lists' words read
+    // backwards would cost five more passes over every sentence).
+    Language::ALL.iter().any(|&lang| search(lang, false))
+        || search(Language::English, true)
+        || words.iter().any(|w| w.script == Script::Kana) && unspaced_kana(&words, &mut budget)
 }
 
 /// The index in `lang` of `w`, its letters read backwards if `reversed`
@@ -410,26 +438,38 @@ fn seedqr(v: &Views) -> bool {
 /// 12 joined list words is checked. Finding the runs costs about one
 /// lookup in twelve words: a window's last word is looked up first, and a
 /// word in no list skips the window past it.
+#[allow(clippy::too_many_arguments)]
 fn phrase_in(
     lang: Language,
     words: &[Word],
     reversed: bool,
+    memo: &mut Vec<u32>,
     budget: &mut usize,
     labelled: &mut Option<bool>,
     v: &Views,
 ) -> bool {
-    let look = |w: &Word| look_up(lang, w, reversed);
+    // Each word looked up once: windows overlap.
+    const UNSEEN: u32 = u32::MAX;
+    const ABSENT: u32 = u32::MAX - 1;
+    memo.clear();
+    memo.resize(words.len(), UNSEEN);
+    let mut look = |j: usize| -> Option<u16> {
+        if memo[j] == UNSEEN {
+            memo[j] = look_up(lang, &words[j], reversed).map_or(ABSENT, u32::from);
+        }
+        (memo[j] != ABSENT).then_some(memo[j] as u16)
+    };
     let n = words.len();
     let mut i = 0;
     while i + 12 <= n {
         let mut next = None;
         for j in (i..i + 12).rev() {
-            if look(&words[j]).is_none() {
-                next = Some(j + 1);
-                break;
-            }
             if j > i && !words[j].joined {
                 next = Some(j);
+                break;
+            }
+            if look(j).is_none() {
+                next = Some(j + 1);
                 break;
             }
         }
@@ -438,10 +478,10 @@ fn phrase_in(
             continue;
         }
         let mut end = i + 12;
-        while end < n && words[end].joined && look(&words[end]).is_some() {
+        while end < n && words[end].joined && look(end).is_some() {
             end += 1;
         }
-        let run: Vec<u16> = words[i..end].iter().filter_map(look).collect();
+        let run: Vec<u16> = (i..end).filter_map(&mut look).collect();
         if words[i + 1..end].iter().any(|w| w.tight) {
             // Unspaced Chinese reads like any Chinese sentence of common
             // characters: a phrase only as a whole run of Han characters
