@@ -27,7 +27,6 @@
 //! their one character.
 
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
@@ -126,7 +125,6 @@ impl Language {
         INDEXES[self as usize]
             .get_or_init(|| index_of(self))
             .get(key)
-            .copied()
     }
 
     /// The list's 2048 lookup keys, as `wordlists.bin` holds them: words
@@ -264,44 +262,68 @@ fn decode(bytes: &[u8]) -> Vec<Vec<String>> {
 /// How many leading letters identify a word of a Latin-script list.
 const PREFIX: usize = 4;
 
-/// FNV-1a: the words of text looked up here are short, and a list's keys
-/// are fixed, so SipHash's keyed randomness buys nothing and costs most of
-/// a lookup (one per word of most strings).
-#[derive(Default)]
-struct Fnv(u64);
+/// A list's index: an open-addressing table of the FNV-1a hash of each
+/// lookup key with its word's index (linear probing, at most half full; no
+/// strings kept). Two words of text or of a list share a 64-bit hash with
+/// probability about 2^-64 per pair: never in practice.
+struct Index {
+    slots: Vec<(u64, u16)>,
+}
 
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
+/// An empty slot's word index.
+const EMPTY: u16 = u16::MAX;
+
+impl Index {
+    fn with_capacity(n: usize) -> Index {
+        Index {
+            slots: vec![(0, EMPTY); (n * 2).next_power_of_two()],
+        }
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    /// Where `h` is, or the empty slot it would go in.
+    fn slot(&self, h: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = h as usize & mask;
+        while self.slots[at].1 != EMPTY && self.slots[at].0 != h {
+            at = (at + 1) & mask;
         }
-        self.0 = h;
+        at
+    }
+
+    /// Adds `key` unless it is there already (the first index stays).
+    fn insert(&mut self, key: &str, index: u16) {
+        let h = hash(key);
+        let at = self.slot(h);
+        if self.slots[at].1 == EMPTY {
+            self.slots[at] = (h, index);
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<u16> {
+        let (_, index) = self.slots[self.slot(hash(key))];
+        (index != EMPTY).then_some(index)
     }
 }
 
-type Index = HashMap<Box<str>, u16, std::hash::BuildHasherDefault<Fnv>>;
+/// FNV-1a, 64 bits.
+fn hash(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
 
 fn index_of(lang: Language) -> Index {
     let keys: Vec<String> = lang.keys().iter().map(|w| fold(w, lang.script())).collect();
-    let mut index = Index::with_capacity_and_hasher(keys.len() * 2, Default::default());
+    let mut index = Index::with_capacity(keys.len() * 2);
     for (i, k) in keys.iter().enumerate() {
-        index.insert(k.as_str().into(), i as u16);
+        index.insert(k, i as u16);
     }
     if lang == Language::English {
+        // After the whole words: a whole word that is another's prefix
+        // keeps its own index.
         for (i, k) in keys.iter().enumerate() {
             if k.len() > PREFIX {
-                // `entry`: a whole word that is another's prefix keeps its
-                // own index.
-                index.entry(k[..PREFIX].into()).or_insert(i as u16);
+                index.insert(&k[..PREFIX], i as u16);
             }
         }
     }
