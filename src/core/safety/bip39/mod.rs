@@ -5,8 +5,8 @@
 //! The lists are vendored verbatim in `upstream/` (test builds only: a test
 //! pins each file's SHA-256, see `tests::UPSTREAM_SHA256`) and embedded in
 //! the Worker as `wordlists.bin`, the lookup keys generated from them
-//! (`SELFCAP_REGEN=1`, see docs/GENERATED.md), about 31 KB gzipped against
-//! 68 KB for the files as written:
+//! (`SELFCAP_REGEN=1`, see docs/GENERATED.md), 36 KB gzipped against 68 KB
+//! for the files as written:
 //! - English, Japanese and Korean whole, front-coded (a word is how many
 //!   letters it shares with the one before, then the rest) over the list's
 //!   own alphabet, one byte a letter;
@@ -130,8 +130,15 @@ impl Language {
     /// The list's 2048 lookup keys, as `wordlists.bin` holds them: words
     /// as written upstream (NFKD), or their folded prefixes.
     fn keys(self) -> &'static [String] {
-        static LISTS: OnceLock<Vec<Vec<String>>> = OnceLock::new();
-        &LISTS.get_or_init(|| decode(WORDLISTS))[self as usize]
+        static LISTS: [OnceLock<Vec<String>>; 10] = [const { OnceLock::new() }; 10];
+        LISTS[self as usize].get_or_init(|| {
+            let section = sections(WORDLISTS).nth(self as usize).unwrap_or_default();
+            let previous = match self {
+                Language::ChineseTraditional => Language::ChineseSimplified.keys(),
+                _ => &[],
+            };
+            decode_section(section, previous)
+        })
     }
 
     /// The lookup keys of upstream `words` (see [`Language::keys`]).
@@ -215,48 +222,57 @@ pub(super) fn encode(lists: &[Vec<String>]) -> Vec<u8> {
     out
 }
 
+/// The sections of `wordlists.bin`, one a list.
+fn sections(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.split(|&b| b == END).filter(|s| !s.is_empty())
+}
+
 /// The lists `encode` wrote.
+#[cfg(test)]
 fn decode(bytes: &[u8]) -> Vec<Vec<String>> {
     let mut lists: Vec<Vec<String>> = Vec::new();
-    for section in bytes.split(|&b| b == END).filter(|s| !s.is_empty()) {
-        let (kind, body) = (section[0], &section[1..]);
-        let text = || std::str::from_utf8(body).unwrap_or_default();
-        let words: Vec<String> = match kind {
-            CHARS => text().chars().map(String::from).collect(),
-            DIFF => {
-                let base = lists.last().cloned().unwrap_or_default();
-                text()
-                    .chars()
-                    .zip(base)
-                    .map(|(c, s)| if c == '.' { s } else { c.to_string() })
-                    .collect()
-            }
-            ALPHABET => {
-                let split = body.iter().position(|&b| b == ALPHABET_END).unwrap_or(0);
-                let alphabet: Vec<char> = std::str::from_utf8(&body[..split])
-                    .unwrap_or_default()
-                    .chars()
-                    .collect();
-                let mut words: Vec<String> = Vec::with_capacity(2048);
-                let mut cur: Vec<char> = Vec::new();
-                for &b in &body[split + 1..] {
-                    if b < LETTER_BASE {
-                        if !cur.is_empty() {
-                            words.push(cur.iter().collect());
-                        }
-                        cur.truncate(usize::from(b));
-                    } else if let Some(&c) = alphabet.get(usize::from(b - LETTER_BASE)) {
-                        cur.push(c);
-                    }
-                }
-                words.push(cur.iter().collect());
-                words
-            }
-            _ => Vec::new(),
-        };
+    for section in sections(bytes) {
+        let words = decode_section(section, lists.last().map_or(&[], Vec::as_slice));
         lists.push(words);
     }
     lists
+}
+
+/// One list's keys from its section (`previous`: the list before, which a
+/// [`DIFF`] section is written against).
+fn decode_section(section: &[u8], previous: &[String]) -> Vec<String> {
+    let (kind, body) = (section[0], &section[1..]);
+    let text = || std::str::from_utf8(body).unwrap_or_default();
+    match kind {
+        CHARS => text().chars().map(String::from).collect(),
+        DIFF => text()
+            .chars()
+            .zip(previous)
+            .map(|(c, s)| if c == '.' { s.clone() } else { c.to_string() })
+            .collect(),
+        ALPHABET => {
+            let split = body.iter().position(|&b| b == ALPHABET_END).unwrap_or(0);
+            let alphabet: Vec<char> = std::str::from_utf8(&body[..split])
+                .unwrap_or_default()
+                .chars()
+                .collect();
+            let mut words: Vec<String> = Vec::with_capacity(2048);
+            let mut cur: Vec<char> = Vec::new();
+            for &b in &body[split + 1..] {
+                if b < LETTER_BASE {
+                    if !cur.is_empty() {
+                        words.push(cur.iter().collect());
+                    }
+                    cur.truncate(usize::from(b));
+                } else if let Some(&c) = alphabet.get(usize::from(b - LETTER_BASE)) {
+                    cur.push(c);
+                }
+            }
+            words.push(cur.iter().collect());
+            words
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// How many leading letters identify a word of a Latin-script list.
@@ -313,10 +329,15 @@ fn hash(key: &str) -> u64 {
 }
 
 fn index_of(lang: Language) -> Index {
-    let keys: Vec<String> = lang.keys().iter().map(|w| fold(w, lang.script())).collect();
+    let keys = lang.keys();
     let mut index = Index::with_capacity(keys.len() * 2);
     for (i, k) in keys.iter().enumerate() {
-        index.insert(k, i as u16);
+        // The Latin-script keys are folded already (lower-case ASCII).
+        if k.is_ascii() {
+            index.insert(k, i as u16);
+        } else {
+            index.insert(&fold(k, lang.script()), i as u16);
+        }
     }
     if lang == Language::English {
         // After the whole words: a whole word that is another's prefix
