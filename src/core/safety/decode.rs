@@ -13,7 +13,14 @@
 //!   `69:67:6e`, at least [`MIN_HEX_BYTES`] bytes;
 //! - **percent-encoding** (`%69%67`), **HTML character references**
 //!   (`&#105;`, `&#x69;`, `&lt;` …) and **escapes** (`\u0069`, `\x69`, `\n` …),
-//!   each decoded over the whole string when it holds any.
+//!   each decoded over the whole string when it holds any;
+//! - **split keys**: short groups split by spaces, line breaks, `-` or `.`
+//!   joined again (`spaced_runs`);
+//! - whole-string **transforms** of the text as written: ROT13 and reversed
+//!   when they read more like English, and **upside-down** letters
+//!   (`ǝɹouƃᴉ`) turned over when the text holds [`MIN_UPSIDE_DOWN`] of
+//!   them. (Small capitals, symbol leetspeak and scrambled words are folded
+//!   in `normalize`, with no `via`, as fullwidth letters are.)
 //!
 //! Benign encoded data stays benign: a run is kept only when its bytes are
 //! UTF-8 text (see [`is_text`]). Digests, keys, image bytes and protobufs
