@@ -91,6 +91,15 @@ const GENERATORS = [
     generator: "`src/core/safety/automata/generate.rs`",
   },
   {
+    name: "bip39",
+    files: ["src/core/safety/bip39/wordlists.bin"],
+    blocks: [],
+    what: "the BIP-39 word lists' compact lookup keys",
+    source: "the vendored official lists, `src/core/safety/bip39/upstream/*.txt`",
+    rust: { target: "--lib", test: "core::safety::bip39::tests::wordlists_bin_is_what_the_upstream_files_encode_to" },
+    generator: "`src/core/safety/bip39/mod.rs`",
+  },
+  {
     name: "signed-reads",
     files: ["tests/vectors/signed_reads.json"],
     blocks: [],

@@ -18,6 +18,7 @@
 //! text (echoing a secret back in an error would leak it again).
 
 mod automata;
+mod bip39;
 mod credential;
 mod decode;
 mod engine;

@@ -7,12 +7,17 @@
 //! against; the rules themselves stay small ASCII patterns.
 //!
 //! - `raw`: invisible/format and control characters removed, NFKC applied,
+//!   small capitals folded (`ɪɢɴᴏʀᴇ`),
 //!   lookalike letters folded to ASCII inside words that mix them with ASCII
 //!   letters, whitespace runs collapsed to one space
 //!   (or one newline if the run held a line break, so line-start rules still
 //!   work). Case is kept: credential formats are case-sensitive.
 //! - `lower`: `raw` lower-cased (full Unicode case mapping), for the
-//!   case-insensitive rule families and the multilingual lexicon.
+//!   case-insensitive rule families and the multilingual lexicon, with
+//!   obfuscated words read as a reader reads them: symbol leetspeak inside
+//!   a word where it makes a lexicon word (`!gn0r3`, `@ll`, `|gnore`), and
+//!   a few high-value words with their middle letters scrambled ("ignroe
+//!   all pervious isnturctions").
 //! - `squeezed`: `lower` with common digit/symbol substitutions undone
 //!   ("1gn0re" -> "ignore") and everything but `a-z` dropped, so letter-spaced
 //!   or punctuated phrases ("i g n o r e", "ig-nore") become contiguous.
@@ -97,7 +102,10 @@ pub(super) fn views(text: &str) -> Views<'_> {
     let raw = fold(text);
     // Full Unicode lower case, so "ИГНОРИРУЙ" and "IGNORIERE" read alike;
     // ASCII letters lower-case exactly as before.
-    let lower = raw.to_lowercase();
+    let mut lower = raw.to_lowercase();
+    if let Some(unscrambled) = unobfuscate(&lower) {
+        lower = unscrambled;
+    }
     let squeezed = squeeze(&lower);
     Views {
         text,
@@ -185,6 +193,41 @@ fn confusable(c: char) -> char {
     }
 }
 
+/// Small capital letters (ᴀ ʙ ᴄ …, which NFKC leaves alone) as the
+/// lower-case ASCII letters they are written for: "ɪɢɴᴏʀᴇ" reads "ignore".
+/// Some are also IPA symbols; folded there too, which only the scanner
+/// sees.
+fn small_capital(c: char) -> char {
+    match c {
+        'ᴀ' => 'a',
+        'ʙ' => 'b',
+        'ᴄ' => 'c',
+        'ᴅ' => 'd',
+        'ᴇ' => 'e',
+        'ꜰ' => 'f',
+        'ɢ' => 'g',
+        'ʜ' => 'h',
+        'ɪ' => 'i',
+        'ᴊ' => 'j',
+        'ᴋ' => 'k',
+        'ʟ' => 'l',
+        'ᴍ' => 'm',
+        'ɴ' => 'n',
+        'ᴏ' => 'o',
+        'ᴘ' => 'p',
+        'ǫ' => 'q',
+        'ʀ' => 'r',
+        'ꜱ' => 's',
+        'ᴛ' => 't',
+        'ᴜ' => 'u',
+        'ᴠ' => 'v',
+        'ᴡ' => 'w',
+        'ʏ' => 'y',
+        'ᴢ' => 'z',
+        other => other,
+    }
+}
+
 /// Typographic quotes, so "don’t" and “tool”: read like their ASCII forms.
 fn fold_quote(c: char) -> char {
     match c {
@@ -212,6 +255,7 @@ fn fold(text: &str) -> String {
             .filter(|c| !is_invisible(*c))
             .nfkc()
             .filter(|c| !is_invisible(*c))
+            .map(small_capital)
             .for_each(|c| word.push(c, &mut out));
         word.flush(&mut out);
     }
@@ -282,6 +326,204 @@ impl Collapser {
     }
 }
 
+/// The letter a leetspeak symbol stands for, and a second reading where
+/// there is one (`|` is an l or an i); `None` for anything else.
+fn symbol_leet(b: u8) -> Option<(u8, u8)> {
+    Some(match b {
+        b'@' => (b'a', b'a'),
+        b'$' => (b's', b's'),
+        b'!' => (b'i', b'l'),
+        b'|' => (b'l', b'i'),
+        b'(' => (b'c', b'c'),
+        b'+' => (b't', b't'),
+        b'1' => (b'i', b'l'),
+        b'0' | b'3' | b'4' | b'5' | b'7' => (unleet(b as char) as u8, unleet(b as char) as u8),
+        _ => return None,
+    })
+}
+
+/// Words of the lexicon written scrambled ("ignroe all pervious
+/// isnturctions": first and last letters kept, the middle shuffled, which
+/// a reader still reads): only these high-value ones, each at least five
+/// letters, and only where the word as written is no lexicon word.
+const SCRAMBLED: &[&str] = &[
+    "ignore",
+    "disregard",
+    "forget",
+    "previous",
+    "instructions",
+    "instruction",
+    "system",
+    "prompt",
+    "reveal",
+    "override",
+    "bypass",
+    "guidelines",
+    "password",
+    "credentials",
+    "jailbreak",
+    "developer",
+];
+
+/// Whether `word` is a lexicon word (any category).
+fn in_lexicon(word: &str) -> bool {
+    lexicon::tokens(word).present != 0
+}
+
+/// The `lower` view with obfuscated words read as a reader reads them:
+/// symbol leetspeak inside a word (`!gn0r3`, `@ll`, `in$truc+ion$`,
+/// `|gnore`) where it makes a lexicon word, and [`SCRAMBLED`] words with
+/// their middle letters shuffled. `None` when nothing changed (most
+/// strings: one pass over the bytes).
+fn unobfuscate(lower: &str) -> Option<String> {
+    // Bit `l` of `ENDS[f]`: some SCRAMBLED word starts with letter `f` and
+    // ends with letter `l` (most words are let through by one lookup).
+    const ENDS: [u32; 26] = {
+        let mut ends = [0u32; 26];
+        let mut k = 0;
+        while k < SCRAMBLED.len() {
+            let t = SCRAMBLED[k].as_bytes();
+            ends[(t[0] - b'a') as usize] |= 1 << (t[t.len() - 1] - b'a');
+            k += 1;
+        }
+        ends
+    };
+    // Letters, digits and the leetspeak symbols: the bytes of a word here.
+    const WORD_BYTE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut x = 0;
+        while x < 256 {
+            let c = x as u8;
+            t[x] = c.is_ascii_lowercase()
+                || c.is_ascii_digit()
+                || matches!(c, b'@' | b'$' | b'!' | b'|' | b'(' | b'+');
+            x += 1;
+        }
+        t
+    };
+    let is_word_byte = |x: u8| WORD_BYTE[usize::from(x)];
+    let b = lower.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if !is_word_byte(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut symbol = false;
+        let mut letters_only = true;
+        while i < b.len() && is_word_byte(b[i]) {
+            symbol |= !b[i].is_ascii_alphanumeric();
+            letters_only &= b[i].is_ascii_lowercase();
+            i += 1;
+        }
+        let word = &b[start..i];
+        let scramble = letters_only
+            && word.len() >= 5
+            && ENDS[usize::from(word[0] - b'a')] >> (word[word.len() - 1] - b'a') & 1 == 1;
+        if !symbol && !scramble {
+            continue;
+        }
+        // Not glued to other letters (a non-ASCII one, say).
+        let glued = |k: usize| lower[k..].chars().next().is_some_and(char::is_alphanumeric);
+        if (start > 0
+            && lower[..start]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric))
+            || (i < b.len() && glued(i))
+        {
+            continue;
+        }
+        let read = if symbol {
+            leet_word(word)
+        } else {
+            unscrambled(word)
+        };
+        let Some(read) = read else {
+            continue;
+        };
+        let o = out.get_or_insert_with(|| String::with_capacity(lower.len()));
+        o.push_str(&lower[copied..start]);
+        o.push_str(&read);
+        copied = i;
+    }
+    let mut o = out?;
+    o.push_str(&lower[copied..]);
+    Some(o)
+}
+
+/// `word` with its leetspeak symbols read as letters, when it holds a
+/// symbol (not only digits, which the lexicon reads itself), at least two
+/// letters, and reads as a lexicon word.
+fn leet_word(word: &[u8]) -> Option<String> {
+    let symbols = word.iter().filter(|&&x| !x.is_ascii_alphanumeric()).count();
+    let letters = word.iter().filter(|x| x.is_ascii_lowercase()).count();
+    if symbols == 0 || letters < 2 || word.len() > 24 {
+        return None;
+    }
+    // Punctuation at a word's edge is punctuation: "(all", "stop!", "|x|".
+    // Only `@ $ ! |` start a leetspeak word (`@ll`, `$ystem`, `!gnore`,
+    // `|gnore`) and only `$` ends one (`rule$`).
+    if matches!(word[0], b'(' | b'+')
+        || matches!(word[word.len() - 1], b'@' | b'!' | b'|' | b'(' | b'+')
+    {
+        return None;
+    }
+    // Each symbol with two readings (`|`, `!`, `1`) tried both ways, the
+    // first four of them: at most 16 lookups, for a rare word.
+    let ambiguous = word
+        .iter()
+        .filter(|&&x| symbol_leet(x).is_some_and(|(a, b)| a != b))
+        .count()
+        .min(4);
+    (0..1u32 << ambiguous).find_map(|mask| {
+        let mut k = 0;
+        let read: String = word
+            .iter()
+            .map(|&x| match symbol_leet(x) {
+                Some((a, b)) if a != b => {
+                    let second = k < 4 && mask >> k & 1 == 1;
+                    k += 1;
+                    (if second { b } else { a }) as char
+                }
+                Some((a, _)) => a as char,
+                None => x as char,
+            })
+            .collect();
+        in_lexicon(&read).then_some(read)
+    })
+}
+
+/// The [`SCRAMBLED`] word `word` is a scramble of, if any.
+fn unscrambled(word: &[u8]) -> Option<String> {
+    if word.len() < 5 || !word.iter().all(u8::is_ascii_lowercase) {
+        return None;
+    }
+    let (first, last) = (word[0], word[word.len() - 1]);
+    let mut candidates = SCRAMBLED
+        .iter()
+        .filter(|t| {
+            let t = t.as_bytes();
+            t.len() == word.len() && t[0] == first && t[t.len() - 1] == last && t != word
+        })
+        .peekable();
+    candidates.peek()?;
+    let mut middle = word[1..word.len() - 1].to_vec();
+    middle.sort_unstable();
+    for t in candidates {
+        let mut m = t.as_bytes()[1..t.len() - 1].to_vec();
+        m.sort_unstable();
+        if m == middle {
+            let w = std::str::from_utf8(word).ok()?;
+            return (!in_lexicon(w)).then(|| t.to_string());
+        }
+    }
+    None
+}
+
 /// The letter a leetspeak digit stands for ("1gn0re"); anything else as is.
 /// The one map for both the squeezed view and the lexicon's words.
 pub(super) fn unleet(c: char) -> char {
@@ -340,6 +582,28 @@ mod tests {
     fn squeezes_spacing_and_leetspeak() {
         let v = views("1 g n 0 r 3  p-r-e-v-i-o-u-s");
         assert_eq!(v.squeezed, "ignoreprevious");
+    }
+
+    #[test]
+    fn small_capitals_symbol_leetspeak_and_scrambles_are_read() {
+        assert_eq!(views("ɪɢɴᴏʀᴇ ᴀʟʟ").lower, "ignore all");
+        assert_eq!(views("!gn0r3 @ll").lower, "ignore all");
+        assert_eq!(
+            views("pr3v!0u$ |nstruct!ons").lower,
+            "previous instructions"
+        );
+        assert_eq!(views("ignroe the sytsem").lower, "ignore the system");
+        // Punctuation, prices, addresses, maths and code stay as written.
+        for text in [
+            "stop! (all of it)",
+            "ops@example.com pays $40",
+            "|x| + |y|",
+            "a || b",
+            "c++",
+            "the form is from them",
+        ] {
+            assert_eq!(views(text).lower, text, "{text}");
+        }
     }
 
     #[test]

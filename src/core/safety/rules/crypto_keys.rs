@@ -1,4 +1,5 @@
-//! Wallet keys by structure: BIP39 mnemonics (word list plus checksum),
+//! Wallet keys by structure: BIP-39 mnemonics in any of the ten official
+//! word lists (word list plus checksum),
 //! Base58Check WIF and BIP32 extended private keys (double-SHA-256
 //! checksum), Solana keypairs (the second half is the Ed25519 public key of
 //! the first) and 0x/64-hex keys under a private-key label.
@@ -12,15 +13,16 @@
 
 use super::{Matcher::Detect, Rule, BASE};
 use crate::core::safety::automata::{self, Automaton, Kind, Source};
+use crate::core::safety::bip39::{self, Language, Script};
 use crate::core::safety::normalize::{self, Views};
 use crate::core::safety::FindingClass::Secret;
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 pub(super) static RULES: &[Rule] = &[
-    // 12/15/18/21/24 consecutive English BIP39 words with a valid checksum,
-    // or 12+ list words under a seed/mnemonic label.
+    // 12/15/18/21/24 consecutive words of one official BIP-39 list (any of
+    // the ten, `crate::core::safety::bip39`) with a valid checksum, or 12+
+    // list words under a seed/mnemonic label.
     Rule {
         class: Secret,
         name: "bip39_mnemonic",
@@ -45,11 +47,38 @@ pub(super) static RULES: &[Rule] = &[
                 "Review the open pull request, then write a short summary for ",
                 "the team and plan the next release with a clear budget."
             ),
+            // Twelve list words whose checksum fails in either order.
             concat!(
-                "abandon ability able about above absent absorb abstract ",
-                "absurd abuse access accident"
+                "ability able about above absent absorb abstract absurd ",
+                "abuse access accident account"
             ),
             "seed phrase handling: never store the words in the capsule",
+        ],
+        ..BASE
+    },
+    // A Standard SeedQR's digits (four a word index) with a valid checksum.
+    Rule {
+        class: Secret,
+        name: "bip39_seedqr",
+        matcher: Detect(seedqr),
+        // Built at run time by the tests below (`seedqr_digits`): the
+        // all-zero entropy's 12 words are index 0 eleven times then 3.
+        hits: examples![
+            concat!(
+                "0000", "0000", "0000", "0000", "0000", "0000", "0000", "0000", "0000", "0000",
+                "0000", "0003"
+            ),
+            concat!(
+                "seedqr: 0000 0000 0000 0000 0000 0000 ",
+                "0000 0000 0000 0000 0000 0003"
+            ),
+        ],
+        misses: examples![
+            concat!(
+                "0000", "0000", "0000", "0000", "0000", "0000", "0000", "0000", "0000", "0000",
+                "0000", "0004"
+            ),
+            "order 123456789012345678901234567890123456789012345678 shipped",
         ],
         ..BASE
     },
@@ -226,76 +255,302 @@ const MNEMONIC_LABELS: &[&str] = &[
     "كلمات الاسترداد",
 ];
 
-/// The BIP39 English list as a hash map: one lookup per word of prose
-/// instead of a binary search (this runs on every word of every string).
-fn word_index(word: &str) -> Option<u16> {
-    static INDEX: OnceLock<HashMap<&'static str, u16>> = OnceLock::new();
-    INDEX
-        .get_or_init(|| {
-            let list = bip39::Language::English.word_list();
-            list.iter()
-                .enumerate()
-                .map(|(i, w)| (*w, i as u16))
-                .collect()
-        })
-        .get(word)
-        .copied()
-}
-
-fn bip39_mnemonic(v: &Views) -> bool {
-    let s = v.lower.as_bytes();
-    // 12 words of at least 3 letters with separators.
-    if s.len() < 47 {
-        return false;
-    }
-    let mut run: Vec<u16> = Vec::new();
-    let mut budget = BIP39_WINDOW_BUDGET;
-    let mut labelled: Option<bool> = None;
-    let mut i = 0;
-    // End of the previous list word in the current run.
-    let mut prev_end = 0;
-    while i < s.len() {
-        if !s[i].is_ascii_lowercase() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < s.len() && s[i].is_ascii_lowercase() {
-            i += 1;
-        }
-        let word = &s[start..i];
-        let index = (3..=8)
-            .contains(&word.len())
-            .then(|| std::str::from_utf8(word).ok())
-            .flatten()
-            .and_then(word_index);
-        let joined = !run.is_empty() && s[prev_end..start].iter().all(|&b| is_list_separator(b));
-        if !joined && mnemonic_run(&run, &mut budget, &mut labelled, v) {
-            return true;
-        }
-        if !joined {
-            run.clear();
-        }
-        match index {
-            Some(ix) => {
-                run.push(ix);
-                prev_end = i;
-            }
-            None => {
-                if mnemonic_run(&run, &mut budget, &mut labelled, v) {
-                    return true;
-                }
-                run.clear();
-            }
-        }
-    }
-    mnemonic_run(&run, &mut budget, &mut labelled, v)
+/// One word of the `lower` view, for the phrase search.
+struct Word<'a> {
+    /// The lookup form (`bip39::fold`); empty when no list can hold it.
+    key: Cow<'a, str>,
+    script: Script,
+    /// Only list separators (spaces, commas, numbering, line breaks) stand
+    /// between it and the word before.
+    joined: bool,
+    /// Nothing at all stands between it and the word before: unspaced
+    /// Chinese (each character is a word).
+    tight: bool,
 }
 
 /// What may stand between two words of one phrase: spaces, commas, list
-/// numbering ("1. abandon 2) ability"), quotes and brackets.
-fn is_list_separator(b: u8) -> bool {
-    b.is_ascii_digit() || b" \n\t,.;:()[]{}\"'-|/#".contains(&b)
+/// numbering ("1. abandon 2) ability"), quotes and brackets, and their
+/// CJK forms.
+fn is_list_separator(c: char) -> bool {
+    c.is_whitespace() || c.is_ascii_digit() || " ,.;:()[]{}\"'-|/#、，。・；：".contains(c)
+}
+
+/// The words of `s` in the scripts of the lists: Latin, kana and Hangul
+/// runs, and each Han character alone.
+fn phrase_words(s: &str) -> Vec<Word<'_>> {
+    let mut out: Vec<Word> = Vec::new();
+    // End of the previous word, and whether only separators followed it.
+    let mut prev_end: Option<usize> = None;
+    let mut gap_ok = true;
+    let mut chars = s.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        let sc = bip39::script(c);
+        if sc == Script::Other {
+            gap_ok &= is_list_separator(c);
+            continue;
+        }
+        let mut end = start + c.len_utf8();
+        if sc != Script::Han {
+            while let Some(&(i, d)) = chars.peek() {
+                if bip39::script(d) != sc {
+                    break;
+                }
+                end = i + d.len_utf8();
+                chars.next();
+            }
+        }
+        let text = &s[start..end];
+        let key = match sc {
+            Script::Latin if !(3..=9).contains(&text.chars().count()) => Cow::Borrowed(""),
+            Script::Latin if text.is_ascii() => Cow::Borrowed(text),
+            _ => Cow::Owned(bip39::fold(text, sc)),
+        };
+        let tight = prev_end == Some(start);
+        out.push(Word {
+            key,
+            script: sc,
+            joined: prev_end.is_some() && gap_ok,
+            tight,
+        });
+        prev_end = Some(end);
+        gap_ok = true;
+    }
+    out
+}
+
+fn bip39_mnemonic(v: &Views) -> bool {
+    // 12 Chinese characters, the shortest phrase.
+    if v.lower.len() < 36 {
+        return false;
+    }
+    let words = phrase_words(&v.lower);
+    if words.len() < 12 && !words.iter().any(|w| w.script == Script::Kana) {
+        return false;
+    }
+    let mut budget = BIP39_WINDOW_BUDGET;
+    let mut labelled: Option<bool> = None;
+    let mut memo = Vec::with_capacity(words.len());
+    // The longest run of joined words of each script that a list could
+    // hold: a list is searched only where its script has a run of 12 (a
+    // sentence's short words, "a", "to", "of", break most runs of prose).
+    let mut per_script = [0usize; 5];
+    let mut run = 0;
+    for (k, w) in words.iter().enumerate() {
+        let continues = k > 0 && w.joined && words[k - 1].script == w.script;
+        run = if w.key.is_empty() {
+            0
+        } else if continues {
+            run + 1
+        } else {
+            1
+        };
+        let best = &mut per_script[w.script as usize];
+        *best = (*best).max(run);
+    }
+    let mut search = |lang: Language, reversed| {
+        per_script[lang.script() as usize] >= 12
+            && phrase_in(
+                lang,
+                &words,
+                reversed,
+                &mut memo,
+                &mut budget,
+                &mut labelled,
+                v,
+            )
+    };
+    // Letters reversed: English only (the other lists' words read
+    // backwards would cost five more passes over every sentence).
+    Language::ALL.iter().any(|&lang| search(lang, false))
+        || search(Language::English, true)
+        || words.iter().any(|w| w.script == Script::Kana) && unspaced_kana(&words, &mut budget)
+}
+
+/// The index in `lang` of `w`, its letters read backwards if `reversed`
+/// (a phrase written back to front: "nodnaba ...").
+fn look_up(lang: Language, w: &Word, reversed: bool) -> Option<u16> {
+    if w.script != lang.script() || w.key.is_empty() {
+        return None;
+    }
+    if !reversed {
+        return lang.index(&w.key);
+    }
+    let mut buf = [0u8; 9];
+    let b = w.key.as_bytes();
+    if !w.key.is_ascii() || b.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(b.iter().rev()) {
+        *d = *s;
+    }
+    lang.index(std::str::from_utf8(&buf[..b.len()]).ok()?)
+}
+
+/// A Standard SeedQR read out as digits: four zero-padded decimal digits a
+/// word index (0000 to 2047), 48 digits for 12 words to 96 for 24, maybe
+/// split into groups by spaces, hyphens or line breaks, with a valid
+/// checksum. (A CompactSeedQR is the raw entropy, 16 or 32 bytes: as hex
+/// or base64 it is indistinguishable from a digest or a key id, so it is
+/// a secret only under a private-key or seed label, see
+/// `labelled_hex_key`.)
+fn seedqr(v: &Views) -> bool {
+    let s = v.raw.as_bytes();
+    if s.len() < 48 {
+        return false;
+    }
+    let mut i = 0;
+    while i < s.len() {
+        if !s[i].is_ascii_digit() || (i > 0 && s[i - 1].is_ascii_alphanumeric()) {
+            i += 1;
+            continue;
+        }
+        let mut digits: Vec<u8> = Vec::with_capacity(96);
+        let mut k = i;
+        while k < s.len() && digits.len() <= 96 {
+            if s[k].is_ascii_digit() {
+                digits.push(s[k] - b'0');
+                k += 1;
+            } else if digits.len().is_multiple_of(4)
+                && matches!(s[k], b' ' | b'-' | b'\n')
+                && s.get(k + 1).is_some_and(u8::is_ascii_digit)
+            {
+                k += 1;
+            } else {
+                break;
+            }
+        }
+        let glued = s.get(k).is_some_and(u8::is_ascii_alphanumeric);
+        if !glued && digits.len().is_multiple_of(12) && (48..=96).contains(&digits.len()) {
+            let ix: Vec<u16> = digits
+                .chunks(4)
+                .map(|d| d.iter().fold(0u16, |a, &x| a * 10 + u16::from(x)))
+                .collect();
+            if ix.iter().all(|&x| x < 2048) && bip39::checksum_ok(&ix) {
+                return true;
+            }
+        }
+        i = k.max(i + 1);
+    }
+    false
+}
+
+/// Whether `words` hold a phrase of `lang`: every maximal run of at least
+/// 12 joined list words is checked. Finding the runs costs about one
+/// lookup in twelve words: a window's last word is looked up first, and a
+/// word in no list skips the window past it.
+#[allow(clippy::too_many_arguments)]
+fn phrase_in(
+    lang: Language,
+    words: &[Word],
+    reversed: bool,
+    memo: &mut Vec<u32>,
+    budget: &mut usize,
+    labelled: &mut Option<bool>,
+    v: &Views,
+) -> bool {
+    // Each word looked up once: windows overlap.
+    const UNSEEN: u32 = u32::MAX;
+    const ABSENT: u32 = u32::MAX - 1;
+    memo.clear();
+    memo.resize(words.len(), UNSEEN);
+    let mut look = |j: usize| -> Option<u16> {
+        if memo[j] == UNSEEN {
+            memo[j] = look_up(lang, &words[j], reversed).map_or(ABSENT, u32::from);
+        }
+        (memo[j] != ABSENT).then_some(memo[j] as u16)
+    };
+    let n = words.len();
+    let mut i = 0;
+    while i + 12 <= n {
+        let mut next = None;
+        for j in (i..i + 12).rev() {
+            if j > i && !words[j].joined {
+                next = Some(j);
+                break;
+            }
+            if look(j).is_none() {
+                next = Some(j + 1);
+                break;
+            }
+        }
+        if let Some(next) = next {
+            i = next;
+            continue;
+        }
+        let mut end = i + 12;
+        while end < n && words[end].joined && look(end).is_some() {
+            end += 1;
+        }
+        let run: Vec<u16> = (i..end).filter_map(&mut look).collect();
+        if words[i + 1..end].iter().any(|w| w.tight) {
+            // Unspaced Chinese reads like any Chinese sentence of common
+            // characters: a phrase only as a whole run of Han characters
+            // of a phrase's length, under a seed label, with its checksum.
+            let mut from = i;
+            for k in i + 1..=end {
+                if k < end && words[k].tight {
+                    continue;
+                }
+                let bounded = !words[from].tight && words.get(k).is_none_or(|w| !w.tight);
+                if bounded
+                    && [12, 15, 18, 21, 24].contains(&(k - from))
+                    && *labelled.get_or_insert_with(|| has_label(v, mnemonic_labels()))
+                    && bip39::checksum_ok(&run[from - i..k - i])
+                {
+                    return true;
+                }
+                from = k;
+            }
+        } else if mnemonic_run(&run, budget, labelled, v) {
+            return true;
+        }
+        i = end;
+    }
+    false
+}
+
+/// An unspaced Japanese phrase: a run of kana that splits wholly into
+/// 12 to 24 list words (longest words first) with a valid checksum.
+fn unspaced_kana(words: &[Word], budget: &mut usize) -> bool {
+    const MIN_WORD: usize = 3;
+    const MAX_WORD: usize = 7;
+    words.iter().any(|w| {
+        if w.script != Script::Kana {
+            return false;
+        }
+        let chars: Vec<(usize, char)> = w.key.char_indices().collect();
+        let len = chars.len();
+        if !(12 * MIN_WORD..=24 * MAX_WORD).contains(&len) || *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        let at = |k: usize| chars.get(k).map_or(w.key.len(), |&(b, _)| b);
+        // back[k]: where the word ending at char k starts, and its index.
+        let mut back: Vec<Option<(usize, u16)>> = vec![None; len + 1];
+        for end in MIN_WORD..=len {
+            for wl in (MIN_WORD..=MAX_WORD.min(end)).rev() {
+                let start = end - wl;
+                if start != 0 && back[start].is_none() {
+                    continue;
+                }
+                if let Some(ix) = Language::Japanese.index(&w.key[at(start)..at(end)]) {
+                    back[end] = Some((start, ix));
+                    break;
+                }
+            }
+        }
+        let mut run = Vec::new();
+        let mut k = len;
+        while k > 0 {
+            let Some((start, ix)) = back[k] else {
+                return false;
+            };
+            run.push(ix);
+            k = start;
+        }
+        run.reverse();
+        bip39::checksum_ok(&run)
+    })
 }
 
 fn mnemonic_run(run: &[u16], budget: &mut usize, labelled: &mut Option<bool>, v: &Views) -> bool {
@@ -304,7 +559,8 @@ fn mnemonic_run(run: &[u16], budget: &mut usize, labelled: &mut Option<bool>, v:
     }
     // A pasted phrase starts or ends its run of list words ("seed" or a
     // numbering word may join it on one side), so only the windows at the
-    // run's two ends are checked: at most ten hashes per run, however long
+    // run's two ends are checked, each in both word orders: at most twenty
+    // hashes per run, however long
     // the prose around it. A phrase buried mid-run in other list words is
     // left to the labelled fallback below.
     for n in [24, 21, 18, 15, 12] {
@@ -312,44 +568,18 @@ fn mnemonic_run(run: &[u16], budget: &mut usize, labelled: &mut Option<bool>, v:
             continue;
         }
         for window in [&run[..n], &run[run.len() - n..]] {
-            if *budget == 0 {
+            if *budget < 2 {
                 break;
             }
-            *budget -= 1;
-            if bip39_checksum_ok(window) {
+            *budget -= 2;
+            // Also in reverse word order (a phrase read back to front).
+            let back: Vec<u16> = window.iter().rev().copied().collect();
+            if bip39::checksum_ok(window) || bip39::checksum_ok(&back) {
                 return true;
             }
         }
     }
     *labelled.get_or_insert_with(|| has_label(v, mnemonic_labels()))
-}
-
-/// Whether `words` (word-list indices, 12/15/18/21/24 of them) carry a
-/// valid BIP39 checksum: the first n/3 bits of SHA-256(entropy).
-pub(super) fn bip39_checksum_ok(words: &[u16]) -> bool {
-    let n = words.len();
-    if !n.is_multiple_of(3) || !(12..=24).contains(&n) {
-        return false;
-    }
-    let mut buf = [0u8; 33];
-    let (mut acc, mut bits, mut pos) = (0u32, 0u32, 0usize);
-    for &w in words {
-        acc = (acc << 11) | u32::from(w & 0x7ff);
-        bits += 11;
-        while bits >= 8 {
-            bits -= 8;
-            buf[pos] = (acc >> bits) as u8;
-            pos += 1;
-        }
-        acc &= (1 << bits) - 1;
-    }
-    if bits > 0 {
-        buf[pos] = (acc << (8 - bits)) as u8;
-    }
-    let entropy = n * 4 / 3;
-    let cs_bits = n / 3;
-    let hash = Sha256::digest(&buf[..entropy]);
-    hash[0] >> (8 - cs_bits) == buf[entropy] >> (8 - cs_bits)
 }
 
 // ------------------------------------------------------------ Base58Check
@@ -672,11 +902,12 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unicode_normalization::UnicodeNormalization;
 
     fn indices(phrase: &str) -> Vec<u16> {
         phrase
             .split_whitespace()
-            .map(|w| bip39::Language::English.find_word(w).expect("list word"))
+            .map(|w| Language::English.index(w).expect("list word"))
             .collect()
     }
 
@@ -711,7 +942,7 @@ mod tests {
                 "eight picnic"
             ),
         ] {
-            assert!(bip39_checksum_ok(&indices(phrase)), "{phrase}");
+            assert!(bip39::checksum_ok(&indices(phrase)), "{phrase}");
         }
         for phrase in [
             concat!(
@@ -724,7 +955,7 @@ mod tests {
                 "legal winner thank"
             ),
         ] {
-            assert!(!bip39_checksum_ok(&indices(phrase)), "{phrase}");
+            assert!(!bip39::checksum_ok(&indices(phrase)), "{phrase}");
         }
     }
 
@@ -777,6 +1008,185 @@ mod tests {
         assert!(is_ed25519_keypair(&bytes));
         bytes[63] ^= 1;
         assert!(!is_ed25519_keypair(&bytes));
+    }
+
+    fn flagged(text: &str) -> bool {
+        bip39_mnemonic(&normalize::views(text))
+    }
+
+    /// Entropy for test phrases: a different phrase for each seed.
+    fn entropy(seed: u8, len: usize) -> Vec<u8> {
+        (0..len as u8)
+            .map(|i| i.wrapping_mul(151).wrapping_add(seed.wrapping_mul(29)) ^ 0x5a)
+            .collect()
+    }
+
+    #[test]
+    fn phrases_in_every_official_list() {
+        use crate::core::safety::bip39::phrase;
+        for lang in Language::ALL {
+            for (seed, len) in [(1u8, 16usize), (2, 32), (3, 20), (4, 16)] {
+                let e = entropy(seed, len);
+                // As written upstream (NFKD), composed, and with Japanese's
+                // ideographic space.
+                let spaced = phrase(lang, &e, " ");
+                assert!(flagged(&spaced), "{lang:?}: {spaced}");
+                let composed: String = spaced.nfc().collect();
+                assert!(flagged(&composed), "{lang:?} NFC: {composed}");
+                let ideographic = phrase(lang, &e, "\u{3000}");
+                assert!(flagged(&ideographic), "{lang:?}: {ideographic}");
+                let numbered: Vec<String> = phrase(lang, &e, "\n")
+                    .lines()
+                    .enumerate()
+                    .map(|(i, w)| format!("{}. {w}", i + 1))
+                    .collect();
+                assert!(flagged(&numbered.join("\n")), "{lang:?} numbered");
+                // One word changed: the checksum fails (no label).
+                let mut words: Vec<&str> = composed.split(' ').collect();
+                let other = words[1];
+                words[0] = other;
+                let broken = words.join(" ");
+                let ix: Vec<u16> = broken
+                    .split(' ')
+                    .map(|w| lang.index(&bip39::fold(w, lang.script())).unwrap())
+                    .collect();
+                let back: Vec<u16> = ix.iter().rev().copied().collect();
+                if len == 16 && !bip39::checksum_ok(&ix) && !bip39::checksum_ok(&back) {
+                    assert!(!flagged(&broken), "{lang:?}: {broken}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn accentless_prefix_and_unspaced_forms() {
+        use crate::core::safety::bip39::phrase;
+        use unicode_normalization::char::is_combining_mark;
+        for lang in [Language::Spanish, Language::French, Language::Portuguese] {
+            let e = entropy(7, 16);
+            let p = phrase(lang, &e, " ");
+            let bare: String = p.chars().filter(|&c| !is_combining_mark(c)).collect();
+            assert!(flagged(&bare), "{lang:?}: {bare}");
+            let upper = bare.to_uppercase();
+            assert!(flagged(&upper), "{lang:?}: {upper}");
+            // The first four letters of each word (a metal backup plate).
+            let four: Vec<String> = bare
+                .split(' ')
+                .map(|w| w.chars().take(4).collect())
+                .collect();
+            assert!(flagged(&four.join(" ")), "{lang:?}: {four:?}");
+        }
+        // Japanese written without separators.
+        let ja: String = phrase(Language::Japanese, &entropy(8, 16), "")
+            .nfc()
+            .collect();
+        assert!(flagged(&ja), "{ja}");
+        // Chinese without separators: only under a seed label.
+        let zh = phrase(Language::ChineseSimplified, &entropy(9, 16), "");
+        assert!(flagged(&format!("助记词：{zh}")), "{zh}");
+        assert!(!flagged(&zh), "{zh}");
+    }
+
+    /// The Standard SeedQR digits of `entropy`, groups joined by `sep`.
+    fn seedqr_digits(entropy: &[u8], sep: &str) -> String {
+        bip39::phrase_indices(entropy)
+            .iter()
+            .map(|i| format!("{i:04}"))
+            .collect::<Vec<_>>()
+            .join(sep)
+    }
+
+    #[test]
+    fn seedqr_digit_strings() {
+        for len in [16, 32] {
+            let e = entropy(11, len);
+            for sep in ["", " ", "-", "\n"] {
+                let digits = seedqr_digits(&e, sep);
+                assert!(seedqr(&normalize::views(&digits)), "{digits}");
+                let labelled = format!("SeedQR: {digits}.");
+                assert!(seedqr(&normalize::views(&labelled)), "{labelled}");
+            }
+            // A digit changed: an index out of range or a failed checksum.
+            let mut broken = seedqr_digits(&e, "").into_bytes();
+            broken[47] = if broken[47] == b'9' {
+                b'0'
+            } else {
+                broken[47] + 1
+            };
+            let broken = String::from_utf8(broken).unwrap();
+            let ix: Vec<u16> = broken
+                .as_bytes()
+                .chunks(4)
+                .map(|c| std::str::from_utf8(c).unwrap().parse().unwrap())
+                .collect();
+            if !bip39::checksum_ok(&ix[..12]) || len == 32 {
+                assert!(!seedqr(&normalize::views(&broken)), "{broken}");
+            }
+        }
+        // Glued to a word or longer than a phrase: not a SeedQR.
+        let d = seedqr_digits(&entropy(12, 16), "");
+        assert!(!seedqr(&normalize::views(&format!("id{d}"))));
+        assert!(!seedqr(&normalize::views(&format!("{d}0000"))));
+    }
+
+    /// A phrase disguised: each form flagged through the whole scan
+    /// (decoding layers included).
+    #[test]
+    fn disguised_phrases() {
+        use crate::core::json::Json;
+        use crate::core::safety::bip39::phrase;
+        use base64::engine::general_purpose::STANDARD;
+        use base64::Engine as _;
+        let fires = |text: &str| {
+            crate::core::safety::scan(&Json::from(text))
+                .iter()
+                .any(|f| f.rule == "bip39_mnemonic")
+        };
+        for (seed, len) in [(21u8, 16usize), (22, 32)] {
+            let p = phrase(Language::English, &entropy(seed, len), " ");
+            let words: Vec<&str> = p.split(' ').collect();
+            let backwards: Vec<&str> = words.iter().rev().copied().collect();
+            let reversed_letters: String = p.chars().rev().collect();
+            let each_reversed: Vec<String> =
+                words.iter().map(|w| w.chars().rev().collect()).collect();
+            let hex: String = p.bytes().map(|b| format!("{b:02x}")).collect();
+            let numbered: Vec<String> = words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| format!("{}) {w}", i + 1))
+                .collect();
+            for form in [
+                backwards.join(" "),
+                reversed_letters,
+                each_reversed.join(" "),
+                STANDARD.encode(&p),
+                STANDARD.encode(words.join("\n")),
+                hex,
+                words.join("\n"),
+                words.join(", "),
+                numbered.join(" "),
+                format!("[\"{}\"]", words.join("\", \"")),
+            ] {
+                assert!(fires(&form), "{form}");
+            }
+        }
+    }
+
+    #[test]
+    fn prose_in_the_lists_languages_is_not_a_mnemonic() {
+        for text in [
+            "El equipo revisará el plan de trabajo mañana y luego enviará un resumen breve a todos los clientes del proyecto.",
+            "Nous allons examiner le budget avec toute l'équipe avant la réunion de lundi prochain, puis publier le rapport final.",
+            "Il gruppo controlla ogni mattina lo stato del sistema e invia una breve nota al responsabile del progetto.",
+            "A equipe vai revisar o orçamento amanhã e depois enviar um resumo curto para todos os clientes do projeto.",
+            "Tým zkontroluje rozpočet zítra ráno a potom pošle krátké shrnutí všem zákazníkům projektu.",
+            "チームは明日の朝に計画を確認して、そのあとで短い要約をすべての顧客に送ります。",
+            "팀은 내일 아침에 계획을 검토하고 그 다음에 모든 고객에게 짧은 요약을 보냅니다.",
+            "我们明天上午会检查这个计划，然后给所有客户发送一份简短的总结报告，请大家注意查收。",
+            "助记词是一组用于恢复钱包的单词，请不要把它保存在任何在线的地方，也不要发给别人看。",
+        ] {
+            assert!(!flagged(text), "{text}");
+        }
     }
 
     #[test]

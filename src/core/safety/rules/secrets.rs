@@ -5,17 +5,46 @@
 //!
 //! Example texts split credential-shaped literals with `concat!` so no
 //! credential appears verbatim in the source.
+//!
+//! ## Catalogue review (November 2026)
+//!
+//! Compared with gitleaks `config/gitleaks.toml` (commit b58d3f1, 221
+//! rules) and trufflehog `pkg/detectors/`. Added: Amazon Bedrock API keys
+//! (`ABSK…` long-lived, `bedrock-api-key-…` short-lived), the `A3T` AWS key
+//! prefix, GitLab workspace tokens (`glwt-`) and session cookies, JFrog
+//! reference tokens (`cmVmd…`), Pinecone (`pcsk_`), Langfuse (`sk-lf-`),
+//! and in `service_token`: Tailscale (`tskey-`), CircleCI (`CCIPAT_`),
+//! Harness (`pat.`/`sat.`), Infracost (`ico-`), Octopus Deploy (`API-`),
+//! ClickHouse Cloud (`4b1d`), SettleMint (`sm_*_`), PostHog personal keys
+//! (`phx_`), Resend (`re_`), Brevo SMTP (`xsmtpsib-`), Plaid access tokens
+//! and Azure identifiable keys (`JQQJ9` at offset 52).
+//!
+//! Skipped, and why: gitleaks' ~120 "label then value" rules (adafruit,
+//! algolia, asana, bitbucket, confluent, …: no structure of their own; the
+//! labelled-value rules here catch a credential-looking value under any
+//! such label); public identifiers (Flutterwave `FLWPUBK_`, PostHog
+//! `phc_`, Razorpay key ids, Twilio `AC` account ids); Vault's legacy
+//! `s.` tokens and bare hex or UUID formats (Snyk, Heroku v1, Codecov:
+//! indistinguishable from ids and digests without a label); multi-line
+//! shapes (Kubernetes Secret YAML: its base64 values are decoded and
+//! scanned by the decoding layers; `jwt-base64`: likewise); Salesforce
+//! session ids and Google refresh tokens (`1//`): prefixes too short to
+//! stay clean in prose.
 
-use super::{checked, keyed, pattern, Rule, View::Raw, BASE};
+use super::{checked, keyed, pattern, Matcher::Detect, Rule, View::Raw, BASE};
+use crate::core::safety::credential::looks_like_credential;
+use crate::core::safety::normalize::Views;
 use crate::core::safety::FindingClass::Secret;
+use base64::engine::general_purpose::STANDARD_NO_PAD;
+use base64::Engine as _;
 
 pub(super) static RULES: &[Rule] = &[
     // Vendor formats: prefix plus a body long enough that prose never matches.
     Rule {
         class: Secret,
         name: "aws_access_key_id",
-        matcher: keyed(Raw, &["ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "AKIA", "ANPA", "ANVA", "APKA", "AROA", "ASIA"], r#"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b"#),
-        hits: examples![concat!("key ", "AK", "IAIOSFODNN7EXAMPLE"), concat!("AS", "IAABCDEFGHIJ234567")],
+        matcher: keyed(Raw, &["A3T", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "AKIA", "ANPA", "ANVA", "APKA", "AROA", "ASIA"], r#"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|A3T[A-Z0-9])[A-Z0-9]{16}\b"#),
+        hits: examples![concat!("key ", "AK", "IAIOSFODNN7EXAMPLE"), concat!("AS", "IAABCDEFGHIJ234567"), concat!("A3", "TX", "ABCDEFGHIJ234567")],
         misses: examples!["AKIA-prefixed ids are long-term access keys", concat!("AK", "IA1234 is too short")],
         ..BASE
     },
@@ -25,6 +54,17 @@ pub(super) static RULES: &[Rule] = &[
         matcher: keyed(Raw, &["secret"], r#"(?i)secret_?(?:access_?)?key["']?\s*(?:=>|[:=]|\s)\s*["']?[A-Za-z0-9/+]{40}\b"#),
         hits: examples![concat!("aws_secret_access_key = ", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"), concat!("\"SecretAccessKey\": \"", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "\"")],
         misses: examples!["rotate the aws secret access key monthly", "secret_key: see vault"],
+        ..BASE
+    },
+    // Amazon Bedrock API keys: long-lived ones are "ABSK" and the base64 of
+    // "BedrockAPIKey-…"; short-lived ones are "bedrock-api-key-" and the
+    // base64 of a presigned bedrock.amazonaws.com URL.
+    Rule {
+        class: Secret,
+        name: "aws_bedrock_api_key",
+        matcher: keyed(Raw, &["ABSK", "bedrock-api-key-"], r#"\bABSK[A-Za-z0-9+/]{100,}|\bbedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%]{8,}"#),
+        hits: examples![concat!("AWS_BEARER_TOKEN_BEDROCK=AB", "SKQmVkcm9ja0FQSUtleS1", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW"), concat!("bedrock-api-key-", "YmVkcm9jay5hbWF6b25hd3MuY29t", "Lz9BY3Rpb249Q2FsbFdpdGhCZWFyZXJUb2tlbg==")],
+        misses: examples!["ABSK keys are long-lived Bedrock keys", "create a bedrock-api-key- in the console"],
         ..BASE
     },
     Rule {
@@ -40,8 +80,8 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Secret,
         name: "gitlab_token",
-        matcher: keyed(Raw, &["GR1348941", "glagent-", "glcbt-", "gldt-", "glffct-", "glft-", "glimt-", "gloas-", "glpat-", "glptt-", "glrt-", "glrtr-", "glsoat-"], r#"\bgl(?:pat|dt|ptt|rt|rtr|soat|cbt|ft|imt|agent|oas|ffct)-[A-Za-z0-9_.-]{20,}|\bGR1348941[A-Za-z0-9_-]{20,}"#),
-        hits: examples![concat!("glpat-", "xXxXxXxXxXxXxXxXxXxX"), concat!("runner ", "glrt-", "t1_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8"), concat!("GR134", "8941", "aB3dE5fG7hJ9kL1mN2pQ")],
+        matcher: keyed(Raw, &["GR1348941", "_gitlab_session=", "glagent-", "glcbt-", "gldt-", "glffct-", "glft-", "glimt-", "gloas-", "glpat-", "glptt-", "glrt-", "glrtr-", "glsoat-", "glwt-"], r#"\bgl(?:pat|dt|ptt|rt|rtr|soat|cbt|ft|imt|agent|oas|ffct|wt)-[A-Za-z0-9_.-]{20,}|\bGR1348941[A-Za-z0-9_-]{20,}|_gitlab_session=[0-9a-z]{32}\b"#),
+        hits: examples![concat!("glpat-", "xXxXxXxXxXxXxXxXxXxX"), concat!("runner ", "glrt-", "t1_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8"), concat!("GR134", "8941", "aB3dE5fG7hJ9kL1mN2pQ"), concat!("Cookie: _gitlab", "_session=", "0123456789abcdef0123456789abcdef")],
         misses: examples!["create a glpat- token in the UI", concat!("glrt-", "abc")],
         ..BASE
     },
@@ -557,12 +597,12 @@ pub(super) static RULES: &[Rule] = &[
         ..BASE
     },
     // AI service keys: Groq, xAI, Replicate, OpenRouter, Perplexity, LangSmith,
-    // Tavily.
+    // Tavily, Pinecone, Langfuse.
     Rule {
         class: Secret,
         name: "ai_service_key",
-        matcher: keyed(Raw, &["gsk_", "lsv2_pt_", "lsv2_sk_", "pplx-", "r8_", "sk-or-v1-", "tvly-", "xai-"], r#"\bgsk_[A-Za-z0-9]{20,}|\bxai-[A-Za-z0-9]{20,}|\br8_[A-Za-z0-9]{37}\b|\bsk-or-v1-[a-f0-9]{20,}|\bpplx-[A-Za-z0-9]{20,}|\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|\btvly-[A-Za-z0-9_-]{20,}"#),
-        hits: examples![concat!("gs", "k_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9"), concat!("sk-", "or-v1-", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), concat!("ls", "v2_pt_", "0123456789abcdef0123456789abcdef", "_", "0123456789")],
+        matcher: keyed(Raw, &["gsk_", "lsv2_pt_", "lsv2_sk_", "pcsk_", "pplx-", "r8_", "sk-lf-", "sk-or-v1-", "tvly-", "xai-"], r#"\bpcsk_[A-Za-z0-9]{5,}_[A-Za-z0-9]{40,}|\bsk-lf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\bgsk_[A-Za-z0-9]{20,}|\bxai-[A-Za-z0-9]{20,}|\br8_[A-Za-z0-9]{37}\b|\bsk-or-v1-[a-f0-9]{20,}|\bpplx-[A-Za-z0-9]{20,}|\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}|\btvly-[A-Za-z0-9_-]{20,}"#),
+        hits: examples![concat!("gs", "k_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9"), concat!("sk-", "or-v1-", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), concat!("PINECONE_API_KEY=pc", "sk_", "3Xk9vQ", "_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7h"), concat!("sk-", "lf-", "0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"), concat!("ls", "v2_pt_", "0123456789abcdef0123456789abcdef", "_", "0123456789")],
         misses: examples!["gsk_ groq keys", "xai-grok model"],
         ..BASE
     },
@@ -571,8 +611,8 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Secret,
         name: "package_registry_token",
-        matcher: keyed(Raw, &["AKCp", "CLOJARS_", "cio", "dckr_oat_", "dckr_pat_", "oy2", "rubygems_"], r#"\brubygems_[a-f0-9]{20,}\b|\bCLOJARS_[a-z0-9]{20,}|\bAKCp[A-Za-z0-9]{20,}|\boy2[a-z0-9]{20,}\b|\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|\bcio[A-Za-z0-9]{32}\b"#),
-        hits: examples![concat!("ruby", "gems_", "0123456789abcdef0123456789abcdef0123456789abcdef"), concat!("dckr", "_pat_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8"), concat!("AK", "Cp", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW")],
+        matcher: keyed(Raw, &["AKCp", "CLOJARS_", "cio", "cmVmd", "dckr_oat_", "dckr_pat_", "oy2", "rubygems_"], r#"\bcmVmd[A-Za-z0-9]{59}\b|\brubygems_[a-f0-9]{20,}\b|\bCLOJARS_[a-z0-9]{20,}|\bAKCp[A-Za-z0-9]{20,}|\boy2[a-z0-9]{20,}\b|\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}|\bcio[A-Za-z0-9]{32}\b"#),
+        hits: examples![concat!("ruby", "gems_", "0123456789abcdef0123456789abcdef0123456789abcdef"), concat!("dckr", "_pat_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8"), concat!("cm", "Vmd", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9kL1mN2p"), concat!("AK", "Cp", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW")],
         misses: examples!["rubygems_api_key setting", "dckr_pat_ tokens"],
         ..BASE
     },
@@ -586,6 +626,66 @@ pub(super) static RULES: &[Rule] = &[
         matcher: keyed(Raw, &["_mmk", "A3-", "CFPAT-", "EZAK", "EZTK", "FLWSECK", "bkua_", "dt0c01.", "duffel_live_", "duffel_test_", "fio-u-", "nfp_", "ops_eyJ", "pnu_", "rdme_", "rnd_", "s-s4t2af-", "s-s4t2ud-", "sgp_", "sha256~", "tk-us-", "xkeysib-", "shippo_live_", "shippo_test_", "tfp_", "sk.eyJ"], r#"\bops_eyJ[A-Za-z0-9+/]{20,}|\bA3-[A-Z0-9]{6}-[A-Z0-9-]{20,}|\bdt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20,}|\bEZ[AT]K[A-Za-z0-9]{20,}|\bduffel_(?:test|live)_[A-Za-z0-9_=-]{20,}|\bfio-u-[A-Za-z0-9_=-]{20,}|\bFLWSECK(?:_TEST)?-[A-Za-z0-9]{32}|\bpnu_[A-Za-z0-9]{36}|\brdme_[a-z0-9]{20,}|\btk-us-[A-Za-z0-9_-]{20,}|\bxkeysib-[a-f0-9]{20,}-[A-Za-z0-9]{16}|\bshippo_(?:live|test)_[a-fA-F0-9]{20,}|\btfp_[A-Za-z0-9_.=-]{20,}|\bsha256~[A-Za-z0-9_-]{20,}|\bsk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}|\bsgp_[a-fA-F0-9]{16}_[a-fA-F0-9]{20,}|\bsgp_[a-fA-F0-9]{20,}|\bCFPAT-[A-Za-z0-9_-]{20,}|\bbkua_[a-f0-9]{20,}|\bnfp_[A-Za-z0-9]{36}|\brnd_[A-Za-z0-9]{32}|\bs-s4t2(?:ud|af)-[a-f0-9]{20,}|\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk\b"#),
         hits: examples![concat!("dt0c", "01.", "aB3dE5fG7hJ9kL1mN2pQ4rS6", ".", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJ9kL1mN2pQ4rS6"), concat!("xkey", "sib-", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "-", "aB3dE5fG7hJ9kL1m"), concat!("sk.", "eyJ1IjoiYSJ9", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7h", ".", "aB3dE5fG7hJ9kL1mN2pQ4r")],
         misses: examples!["sha256~ is an openshift prefix", "the dt0c01 prefix"],
+        ..BASE
+    },
+    // Further tokens with a distinctive structure, from the gitleaks and
+    // trufflehog catalogues of 2026: Tailscale, CircleCI, Harness,
+    // Infracost, Octopus Deploy, ClickHouse Cloud, SettleMint, PostHog
+    // personal keys, Resend, Brevo SMTP, Plaid access tokens, and Azure's
+    // identifiable keys (84 characters, "JQQJ9" at offset 52).
+    Rule {
+        class: Secret,
+        name: "service_token",
+        matcher: keyed(Raw, &["4b1d", "API-", "CCIPAT_", "JQQJ9", "access-development-", "access-production-", "access-sandbox-", "ico-", "pat.", "phx_", "re_", "sat.", "sm_aat_", "sm_pat_", "sm_sat_", "tskey-", "xsmtpsib-"], r#"\btskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}|\bCCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40}\b|\b(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}\b|\bico-[A-Za-z0-9]{32}\b|\bAPI-[A-Z0-9]{26}\b|\b4b1d[A-Za-z0-9]{38}\b|\bsm_(?:aat|pat|sat)_[A-Za-z0-9]{16}\b|\bphx_[A-Za-z0-9]{40,}|\bre_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b|\bxsmtpsib-[a-f0-9]{64}-[A-Za-z0-9]{16}\b|\baccess-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[A-Za-z0-9]{52}JQQJ9[A-Za-z0-9]{27}\b"#),
+        hits: examples![
+            concat!("ts", "key-auth-", "kX9vQ2mpL0CNTRL", "-", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY"),
+            concat!("CCI", "PAT_", "aB3dE5fG7hJ9kL1mN2pQ4r", "_", "0123456789abcdef0123456789abcdef01234567"),
+            concat!("pa", "t.", "aB3dE5fG7hJ9kL1mN2pQ4r", ".", "aB3dE5fG7hJ9kL1mN2pQ4rS6", ".", "aB3dE5fG7hJ9kL1mN2pQ"),
+            concat!("ic", "o-", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY"),
+            concat!("AP", "I-", "ABCDEFGHIJKLMNOPQRSTUVWX12"),
+            concat!("4b", "1d", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC"),
+            concat!("sm_", "pat_", "aB3dE5fG7hJ9kL1m"),
+            concat!("ph", "x_", "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6d"),
+            concat!("RESEND_API_KEY=r", "e_", "aB3dE5fG", "_", "aB3dE5fG7hJ9kL1mN2pQ4rS6"),
+            concat!("xsmtp", "sib-", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "-", "aB3dE5fG7hJ9kL1m"),
+            concat!("access-", "sandbox-", "0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"),
+            concat!("aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4bC6daB3dE5fG7hJk", "JQQJ9", "9aB3dE5fG7hJ9kL1mN2pQ4rS6tU"),
+        ],
+        misses: examples![
+            "tskey-auth- keys come from the admin console",
+            "the API-GATEWAY handles REST API-first design",
+            "pat.ch and sat.com are hosts",
+            "store_re_entry_flag and access-sandbox-id",
+            "4b1d is a hex prefix",
+        ],
+        ..BASE
+    },
+    // A Wi-Fi QR code's text (`WIFI:T:WPA;S:<ssid>;P:<password>;;`, any
+    // field order): the network's password.
+    Rule {
+        class: Secret,
+        name: "wifi_password",
+        matcher: keyed(Raw, &["wifi:"], r#"(?i)\bWIFI:(?:[A-Z]:(?:[^;\\]|\\.)*;)*?P:([^;\\$<{*\s](?:[^;\\]|\\.){3,})"#),
+        hits: examples![concat!("WIFI:T:WPA;S:HomeNet;P:", "Xk9vQ2", "mpL0;;"), concat!("wifi:S:Office 5G;T:WPA2;P:", "correcthorse", "battery;H:false;;")],
+        misses: examples!["WIFI:T:nopass;S:Guest;;", "WIFI:T:WPA;S:HomeNet;P:${WIFI_PASSWORD};;"],
+        ..BASE
+    },
+    // `"auth": "<base64 of user:password>"`, as in a Docker `config.json`
+    // `auths` block (or a note labelled `auth`).
+    Rule {
+        class: Secret,
+        name: "encoded_basic_auth",
+        matcher: Detect(encoded_basic_auth),
+        hits: examples![
+            concat!(r#"{"auths": {"https://index.docker.io/v1/": {"auth": "ZGVwbG95Ol"#, r#"RyMHViNGRvci00Mg=="}}}"#),
+            concat!("auth: ZGVwbG95Ol", "RyMHViNGRvci00Mg"),
+        ],
+        misses: examples![
+            // "user:password" and "user:<token>": placeholders.
+            r#"{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZA=="}}}"#,
+            r#""auth": "b2F1dGgy""#,
+            "auth: required",
+        ],
         ..BASE
     },
     Rule {
@@ -618,6 +718,65 @@ pub(super) static RULES: &[Rule] = &[
         ..BASE
     },
 ];
+
+/// Whether an `auth` key holds base64 that decodes to `user:password` with
+/// a credential-looking password.
+fn encoded_basic_auth(v: &Views) -> bool {
+    // Most strings have no "auth" at all: one fast substring search.
+    if !v.lower.contains("auth") {
+        return false;
+    }
+    let s = v.raw.as_bytes();
+    let mut from = 0;
+    while let Some(p) = find_ascii_ci(&s[from..], b"auth") {
+        let at = from + p;
+        from = at + 4;
+        if at > 0 && s[at - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        let mut i = at + 4;
+        let skip = |i: &mut usize, set: &[u8]| {
+            while s.get(*i).is_some_and(|b| set.contains(b)) {
+                *i += 1;
+            }
+        };
+        skip(&mut i, b"\"'");
+        skip(&mut i, b" \t");
+        if !matches!(s.get(i), Some(b':' | b'=')) {
+            continue;
+        }
+        i += 1;
+        skip(&mut i, b" \t\"'");
+        let start = i;
+        while s
+            .get(i)
+            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+        {
+            i += 1;
+        }
+        let body = &s[start..i];
+        if body.len() < 8 {
+            continue;
+        }
+        let Ok(decoded) = STANDARD_NO_PAD.decode(body) else {
+            continue;
+        };
+        let Some(colon) = decoded.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (user, pass) = (&decoded[..colon], &decoded[colon + 1..]);
+        let printable = |b: &[u8]| b.iter().all(|c| c.is_ascii_graphic());
+        if !user.is_empty() && printable(user) && printable(pass) && looks_like_credential(pass) {
+            return true;
+        }
+    }
+    false
+}
+
+fn find_ascii_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+}
 
 #[cfg(test)]
 mod tests {
