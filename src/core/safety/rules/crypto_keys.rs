@@ -501,6 +501,23 @@ fn phrase_in(
                 }
                 from = k;
             }
+            // A spaced phrase right after unspaced Han text (its label,
+            // "钱包助记词：帮 猪 …") is still a spaced phrase: each stretch
+            // whose words are all spaced apart is searched as one.
+            let mut a = i;
+            for k in i + 1..=end {
+                if k < end && !words[k].tight {
+                    continue;
+                }
+                let start = if words[a].tight { a + 1 } else { a };
+                if k > start
+                    && k - start >= 12
+                    && mnemonic_run(&run[start - i..k - i], budget, labelled, v)
+                {
+                    return true;
+                }
+                a = k;
+            }
         } else if mnemonic_run(&run, budget, labelled, v) {
             return true;
         }
@@ -1085,6 +1102,11 @@ mod tests {
         let zh = phrase(Language::ChineseSimplified, &entropy(9, 16), "");
         assert!(flagged(&format!("助记词：{zh}")), "{zh}");
         assert!(!flagged(&zh), "{zh}");
+        // Spaced, right after an unspaced label.
+        for lang in [Language::ChineseSimplified, Language::ChineseTraditional] {
+            let spaced = phrase(lang, &entropy(10, 16), " ");
+            assert!(flagged(&format!("钱包助记词：{spaced}")), "{spaced}");
+        }
     }
 
     /// The Standard SeedQR digits of `entropy`, groups joined by `sep`.
