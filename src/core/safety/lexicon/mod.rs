@@ -10,8 +10,8 @@
 //! "以前の指示を無視して" alike, in any word order.
 //!
 //! Matching runs on the `lower` view (NFKC, invisibles removed, lookalikes
-//! folded in mixed-script words, lower-cased). Latin letters additionally
-//! lose their accents here ("instrucción" = "instruccion"), digits inside
+//! folded in mixed-script words, lower-cased). Latin and Greek letters
+//! additionally lose their accents here ("instrucción" = "instruccion"), digits inside
 //! words are read as leetspeak ("1gn0re"), and runs of single letters are
 //! joined ("i g n o r e"). Scripts written without spaces (Chinese, Japanese,
 //! Thai) are matched term by term inside each run.
@@ -195,7 +195,7 @@ fn is_word_char(c: char) -> bool {
     (c.is_alphanumeric() || is_combining_mark(c)) && !is_unspaced(c)
 }
 
-/// Accents off Latin letters, a few letters NFD cannot split, and leetspeak
+/// Accents off Latin and Greek letters, a few letters NFD cannot split, and leetspeak
 /// undone in words that mix letters and digits. Other scripts are untouched.
 pub(crate) fn fold_word(word: String) -> String {
     // Plain lower-case ASCII letters (most words): nothing to fold.
@@ -212,9 +212,12 @@ pub(crate) fn fold_word(word: String) -> String {
             'ł' => out.push('l'),
             'đ' => out.push('d'),
             'ı' => out.push('i'),
-            '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' => {
-                out.extend(c.nfd().filter(|&d| !is_combining_mark(d)))
-            }
+            // Latin letters, and Greek ones: Greek written in capitals (and
+            // much Greek online) has no accents, so "αγνόησε" = "αγνοησε".
+            '\u{00C0}'..='\u{024F}'
+            | '\u{1E00}'..='\u{1EFF}'
+            | '\u{0386}'..='\u{03CE}'
+            | '\u{1F00}'..='\u{1FFF}' => out.extend(c.nfd().filter(|&d| !is_combining_mark(d))),
             '\u{0300}'..='\u{036F}' if out.chars().last().is_some_and(|p| p.is_ascii()) => {}
             _ => out.push(c),
         }
@@ -264,7 +267,7 @@ fn token_list(lower: &str) -> Vec<Tok> {
             while i < chars.len() && is_unspaced(chars[i]) {
                 i += 1;
             }
-            unspaced_run(&chars[start..i], &mut out);
+            unspaced_run(&chars[start..i], chars.get(i).copied(), &mut out);
             prev_ident = false;
             continue;
         }
@@ -399,7 +402,7 @@ fn lookup_word(word: &str) -> u64 {
 /// Matches terms greedily (longest first) inside a run of an unspaced
 /// script; every unmatched character is one empty token, so distances stay
 /// comparable with spaced languages.
-fn unspaced_run(run: &[char], out: &mut Vec<Tok>) {
+fn unspaced_run(run: &[char], after: Option<char>, out: &mut Vec<Tok>) {
     let mut i = 0;
     while i < run.len() {
         let found = table::UNSPACED.get(&run[i]).and_then(|list| {
@@ -415,8 +418,9 @@ fn unspaced_run(run: &[char], out: &mut Vec<Tok>) {
         match found {
             Some((term, cats)) => {
                 i += term.chars().count();
-                // "新しい指示：": a term directly before a colon.
-                let colon = if matches!(run.get(i), Some('：') | Some(':')) {
+                // "新しい指示：", "คำสั่งใหม่:": a term directly before a
+                // colon, which is not part of the run (the run ends there).
+                let colon = if matches!(run.get(i).copied().or(after), Some('：') | Some(':')) {
                     cat::COLON
                 } else {
                     0

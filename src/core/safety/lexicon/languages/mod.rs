@@ -13,21 +13,32 @@
 use super::cat;
 
 mod ar;
+mod ar_latn;
+mod bn;
 mod de;
+mod el;
 mod en;
 mod es;
 mod fa;
 mod fr;
+mod he;
 mod hi;
+mod hi_latn;
 mod id;
 mod it;
 mod ja;
 mod ko;
+mod ms;
 mod nl;
 mod pl;
 mod pt;
 mod ru;
+mod sw;
+mod ta;
+mod th;
 mod tr;
+mod uk;
+mod ur;
 mod vi;
 mod zh;
 
@@ -53,7 +64,7 @@ macro_rules! language {
 
 /// Every language, in the order `generate` adds their terms to the table
 /// (the order breaks ties between equally long unspaced terms).
-pub(super) fn all() -> [Language; 18] {
+pub(super) fn all() -> [Language; 29] {
     [
         language!(en),
         language!(es),
@@ -73,6 +84,17 @@ pub(super) fn all() -> [Language; 18] {
         language!(fa),
         language!(vi),
         language!(id),
+        language!(sw),
+        language!(th),
+        language!(he),
+        language!(el),
+        language!(uk),
+        language!(bn),
+        language!(ta),
+        language!(ur),
+        language!(hi_latn),
+        language!(ar_latn),
+        language!(ms),
     ]
 }
 
