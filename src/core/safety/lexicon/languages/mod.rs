@@ -14,28 +14,41 @@ use super::cat;
 
 mod ar;
 mod ar_latn;
+mod bg;
 mod bn;
+mod cs;
+mod da;
 mod de;
 mod el;
 mod en;
 mod es;
 mod fa;
+mod fi;
 mod fr;
 mod he;
 mod hi;
 mod hi_latn;
+mod hu;
 mod id;
 mod it;
 mod ja;
 mod ko;
+mod mr;
 mod ms;
+mod nb;
 mod nl;
 mod pl;
 mod pt;
+mod ro;
 mod ru;
+mod sk;
+mod sr;
+mod sv;
 mod sw;
 mod ta;
+mod te;
 mod th;
+mod tl;
 mod tr;
 mod uk;
 mod ur;
@@ -64,7 +77,7 @@ macro_rules! language {
 
 /// Every language, in the order `generate` adds their terms to the table
 /// (the order breaks ties between equally long unspaced terms).
-pub(super) fn all() -> [Language; 29] {
+pub(super) fn all() -> [Language; 42] {
     [
         language!(en),
         language!(es),
@@ -95,6 +108,19 @@ pub(super) fn all() -> [Language; 29] {
         language!(hi_latn),
         language!(ar_latn),
         language!(ms),
+        language!(tl),
+        language!(cs),
+        language!(ro),
+        language!(hu),
+        language!(sv),
+        language!(da),
+        language!(nb),
+        language!(fi),
+        language!(sk),
+        language!(bg),
+        language!(sr),
+        language!(te),
+        language!(mr),
     ]
 }
 
