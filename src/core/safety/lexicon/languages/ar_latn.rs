@@ -13,6 +13,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("elly fo2", EVERYTHING | PRIOR),
+    ("illi fo2", EVERYTHING | PRIOR),
     // IGNORE
     ("tjahal", IGNORE),
     ("tajahal", IGNORE),

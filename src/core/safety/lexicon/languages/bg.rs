@@ -9,6 +9,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("горното", EVERYTHING | PRIOR),
+    ("гореизложеното", EVERYTHING | PRIOR),
+    ("всичко по горе", EVERYTHING | PRIOR),
     // IGNORE
     ("игнорирай", IGNORE),
     ("игнорирайте", IGNORE),

@@ -11,6 +11,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("উপরের সবকিছু", EVERYTHING | PRIOR),
+    ("উপরের লেখা", TEXT | PRIOR),
     // IGNORE
     ("উপেক্ষা", IGNORE),
     ("উপেক্ষা করো না", 0),

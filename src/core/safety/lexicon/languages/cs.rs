@@ -12,6 +12,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("výše uvedené", EVERYTHING | PRIOR),
+    ("vše výše", EVERYTHING | PRIOR),
+    ("to výše", EVERYTHING | PRIOR),
     // IGNORE
     ("ignoruj*", IGNORE),
     ("ignorovat", IGNORE),
@@ -88,6 +92,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("tvá", YOUR),
     ("ty", YOU),
     ("vy", YOU),
+    ("jsi", YOU),
+    ("jste", YOU),
     ("tobě", YOU),
     ("ti", YOU),
     ("tebe", YOU),
@@ -96,6 +102,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     // ALL / EVERYTHING
     ("všechny", ALL),
     ("všech", ALL),
+    ("všechna", ALL),
+    ("všechnu", ALL),
     ("všem", ALL),
     ("veškeré", ALL),
     ("každý", ALL),

@@ -9,6 +9,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("alt ovenfor", EVERYTHING | PRIOR),
+    ("det ovenstående", EVERYTHING | PRIOR),
     // IGNORE
     ("ignorer", IGNORE),
     ("ignorér", IGNORE),

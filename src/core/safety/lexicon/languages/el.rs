@@ -75,6 +75,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("σας", YOUR | YOU),
     ("εσύ", YOU),
     ("εσείς", YOU),
+    ("είσαι", YOU),
+    ("είστε", YOU),
     ("θα απαντάς", YOU | RESPONSE),
     ("θα υπακούς", YOU | FOLLOW),
     // ALL / EVERYTHING
@@ -87,6 +89,9 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("κάθε", ALL),
     ("οποιεσδήποτε", ALL),
     ("τα πάντα", EVERYTHING),
+    ("τα παραπάνω", EVERYTHING | PRIOR),
+    ("ό τι", EVERYTHING),
+    ("όσα", EVERYTHING),
     ("όλα όσα", EVERYTHING),
     ("οτιδήποτε", EVERYTHING),
     // INSTR

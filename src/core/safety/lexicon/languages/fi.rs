@@ -11,6 +11,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("edellä mainitut", EVERYTHING | PRIOR),
+    ("kaiken yllä olevan", EVERYTHING | PRIOR),
+    ("yllä olevan", EVERYTHING | PRIOR),
     // IGNORE
     ("ohita", IGNORE),
     ("ohittakaa", IGNORE),
@@ -63,6 +67,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("kehotteesi", INSTR | YOUR),
     ("sinä", YOU),
     ("te", YOU),
+    ("olet", YOU),
+    ("olette", YOU),
     ("sinulle", YOU),
     ("sinua", YOU),
     ("teille", YOU),

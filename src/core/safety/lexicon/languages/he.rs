@@ -10,6 +10,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("הנאמר לעיל", EVERYTHING | PRIOR),
+    ("האמור לעיל", EVERYTHING | PRIOR),
+    ("מה שלמעלה", EVERYTHING | PRIOR),
     // IGNORE
     ("התעלם", IGNORE),
     ("התעלמי", IGNORE),

@@ -14,6 +14,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("upar likha", EVERYTHING | PRIOR),
+    ("upar likhi", EVERYTHING | PRIOR),
+    ("upar wala sab", EVERYTHING | PRIOR),
     // IGNORE
     ("nazarandaz", IGNORE),
     ("nazar andaz", IGNORE),

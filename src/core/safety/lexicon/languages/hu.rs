@@ -10,6 +10,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("a fentieket", EVERYTHING | PRIOR),
+    ("fentieket", EVERYTHING | PRIOR),
+    ("a fentiek", EVERYTHING | PRIOR),
     // IGNORE
     ("figyelmen kívül", IGNORE),
     ("hagyd figyelmen kívül", IGNORE),

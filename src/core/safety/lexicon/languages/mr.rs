@@ -10,6 +10,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("वरील सर्व", EVERYTHING | PRIOR),
+    ("वरचे सगळे", EVERYTHING | PRIOR),
     // IGNORE
     ("दुर्लक्ष", IGNORE),
     ("दुर्लक्ष करू नका", 0),

@@ -8,6 +8,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("yang di atas", EVERYTHING | PRIOR),
+    ("semua di atas", EVERYTHING | PRIOR),
     // IGNORE
     ("abaikan", IGNORE),
     ("abaikanlah", IGNORE),

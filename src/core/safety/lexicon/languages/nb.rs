@@ -11,6 +11,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("alt ovenfor", EVERYTHING | PRIOR),
+    ("det ovenstående", EVERYTHING | PRIOR),
     // IGNORE
     ("ignorer", IGNORE),
     ("ignorer ikke", 0),

@@ -12,6 +12,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("cele de mai sus", EVERYTHING | PRIOR),
+    ("tot ce e mai sus", EVERYTHING | PRIOR),
     // IGNORE
     ("ignoră", IGNORE),
     ("ignorați", IGNORE),
@@ -20,6 +23,10 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("uită toate", IGNORE | ALL),
     ("uitați toate", IGNORE | ALL),
     ("uită tot", IGNORE | EVERYTHING),
+    ("uită instrucțiunile", IGNORE | INSTR),
+    ("uitați instrucțiunile", IGNORE | INSTR),
+    ("uită regulile", IGNORE | INSTR),
+    ("uitați regulile", IGNORE | INSTR),
     ("uită te", 0),
     ("uitați vă", 0),
     ("nu lua în seamă", IGNORE),

@@ -9,6 +9,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("vyššie uvedené", EVERYTHING | PRIOR),
+    ("všetko vyššie", EVERYTHING | PRIOR),
     // IGNORE
     ("ignoruj*", IGNORE),
     ("ignorovať", IGNORE),

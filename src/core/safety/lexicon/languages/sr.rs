@@ -14,6 +14,11 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("gore navedeno", EVERYTHING | PRIOR),
+    ("sve iznad", EVERYTHING | PRIOR),
+    ("горе наведено", EVERYTHING | PRIOR),
+    ("све изнад", EVERYTHING | PRIOR),
     // IGNORE
     ("ignoriši", IGNORE),
     ("ignoriraj", IGNORE),

@@ -11,6 +11,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("allt ovan", EVERYTHING | PRIOR),
+    ("det ovanstående", EVERYTHING | PRIOR),
     // IGNORE
     ("ignorera", IGNORE),
     ("ignorera inte", 0),

@@ -7,6 +7,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("yaliyo juu", EVERYTHING | PRIOR),
+    ("hayo hapo juu", EVERYTHING | PRIOR),
+    ("yote yaliyo juu", EVERYTHING | PRIOR),
     // IGNORE
     ("puuza", IGNORE),
     ("puuzeni", IGNORE),
@@ -22,6 +26,9 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("achana na", IGNORE),
     ("achaneni na", IGNORE),
     ("usifuate", IGNORE),
+    ("usizingatie", IGNORE),
+    ("msizingatie", IGNORE),
+    ("zingatia", FOLLOW),
     ("msifuate", IGNORE),
     ("usitii", IGNORE),
     ("usisikilize", IGNORE),

@@ -10,6 +10,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("மேலே உள்ளவற்றை", EVERYTHING | PRIOR),
+    ("மேலே உள்ள அனைத்தையும்", EVERYTHING | PRIOR),
     // IGNORE
     ("புறக்கணி*", IGNORE),
     ("புறக்கணிக்க வேண்டாம்", 0),

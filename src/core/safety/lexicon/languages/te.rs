@@ -11,6 +11,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("పైన ఉన్నవన్నీ", EVERYTHING | PRIOR),
+    ("పైన ఉన్నది", EVERYTHING | PRIOR),
     // IGNORE
     ("విస్మరించ*", IGNORE),
     ("విస్మరించవద్దు", 0),

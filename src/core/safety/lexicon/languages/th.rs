@@ -10,6 +10,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("ข้อความข้างต้น", TEXT | PRIOR),
+    ("ทุกอย่างข้างต้น", EVERYTHING | PRIOR),
     // IGNORE
     ("เพิกเฉย", IGNORE),
     ("ละเว้น", IGNORE),

@@ -14,6 +14,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("nasa itaas", EVERYTHING | PRIOR),
+    ("lahat ng nasa itaas", EVERYTHING | PRIOR),
     // IGNORE
     ("balewalain", IGNORE),
     ("balewalain mo", IGNORE),
@@ -51,6 +54,10 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("nakaraan", PRIOR),
     ("sa itaas", PRIOR),
     ("orihinal", PRIOR),
+    ("orihinal na", PRIOR),
+    ("ang iyong", YOUR),
+    ("ang iyong mga", YOUR),
+    ("ang mga", 0),
     ("sistema", PRIOR),
     ("nakatago", PRIOR),
     ("nakatagong", PRIOR),

@@ -9,6 +9,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("вищенаведене", EVERYTHING | PRIOR),
+    ("все вище", EVERYTHING | PRIOR),
+    ("усе вище", EVERYTHING | PRIOR),
     // IGNORE
     ("ігнор*", IGNORE),
     ("проігнор*", IGNORE),

@@ -10,6 +10,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "The above" as a whole (ignore the above).
+    ("اوپر لکھا", EVERYTHING | PRIOR),
+    ("اوپر والا سب", EVERYTHING | PRIOR),
     // IGNORE
     ("نظرانداز", IGNORE),
     ("نظر انداز", IGNORE),
