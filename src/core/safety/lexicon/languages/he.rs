@@ -10,6 +10,9 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "Security rules" as the rules the reader was given.
+    ("כללי האבטחה", INSTR | PRIOR),
+    ("כללי אבטחה", INSTR | PRIOR),
     // "The above" as a whole (ignore the above).
     ("הנאמר לעיל", EVERYTHING | PRIOR),
     ("האמור לעיל", EVERYTHING | PRIOR),

@@ -11,6 +11,8 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "Security rules" as the rules the reader was given.
+    ("sikkerhetsreglene", INSTR | PRIOR),
     // "The above" as a whole (ignore the above).
     ("alt ovenfor", EVERYTHING | PRIOR),
     ("det ovenstående", EVERYTHING | PRIOR),

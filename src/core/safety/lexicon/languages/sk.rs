@@ -9,6 +9,8 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // "Security rules" as the rules the reader was given.
+    ("bezpečnostné pravidlá", INSTR | PRIOR),
     // "The above" as a whole (ignore the above).
     ("vyššie uvedené", EVERYTHING | PRIOR),
     ("všetko vyššie", EVERYTHING | PRIOR),
