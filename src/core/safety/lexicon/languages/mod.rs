@@ -8,6 +8,17 @@
 //! text must be flagged by that rule) and `MISSES` (texts that must stay
 //! clean). To add a language: write its file, add it to [`all`], and run
 //! `npm run regen` (docs/GENERATED.md).
+//!
+//! Forty languages have a file each (Serbo-Croatian is one file, in Latin
+//! and Cyrillic letters). Transliterations have their own files, because
+//! their words are Latin and share the table with every Latin-script
+//! language, so they need their own care about collisions: `hi_latn`
+//! (Hinglish and Roman Urdu, one spoken vocabulary typed in Latin letters)
+//! and `ar_latn` (Arabizi, Arabic in Latin letters and digits). The table is
+//! shared: a word listed in two files gets both files' categories, and an
+//! exact word hides another file's stem that it starts ("отключи" in
+//! Bulgarian would hide Russian "отключи*"), so the tests of every language
+//! run together.
 
 // The categories, for `use super::cat::*` in each language file.
 use super::cat;
