@@ -13,6 +13,10 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
+    // Added after probing: the vocative "ya" with the addressee ("ya AI" is
+    // left out: Spanish "ya AI ..." = "AI already ...").
+    ("ya musa3ed", ADDRESS | AI),
+    ("ya bot", ADDRESS | AI),
     // "The above" as a whole (ignore the above).
     ("elly fo2", EVERYTHING | PRIOR),
     ("illi fo2", EVERYTHING | PRIOR),
