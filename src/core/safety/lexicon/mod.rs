@@ -10,8 +10,8 @@
 //! "以前の指示を無視して" alike, in any word order.
 //!
 //! Matching runs on the `lower` view (NFKC, invisibles removed, lookalikes
-//! folded in mixed-script words, lower-cased). Latin letters additionally
-//! lose their accents here ("instrucción" = "instruccion"), digits inside
+//! folded in mixed-script words, lower-cased). Latin and Greek letters
+//! additionally lose their accents here ("instrucción" = "instruccion"), digits inside
 //! words are read as leetspeak ("1gn0re"), and runs of single letters are
 //! joined ("i g n o r e"). Scripts written without spaces (Chinese, Japanese,
 //! Thai) are matched term by term inside each run.
@@ -24,9 +24,10 @@
 //!
 //! The table (words, stems, phrase heads, unspaced terms, each with its
 //! categories) is built from the language files at build time: `generate`
-//! folds every term the way the text is folded and writes `table.rs`, a set
-//! of perfect-hash maps (`phf`) that are static data in the binary, so no
-//! isolate builds anything; a test fails if `table.rs` is not what the
+//! folds every term the way the text is folded and writes `table.rs`:
+//! sorted string tables ([`Strings`]) for words, stems and phrase heads and
+//! a perfect-hash map (`phf`) for the unspaced scripts, all static data in
+//! the binary, so no isolate builds anything; a test fails if `table.rs` is not what the
 //! language files produce (regenerate with `npm run regen`, or
 //! `SELFCAP_REGEN=1 cargo test --lib lexicon`: docs/GENERATED.md).
 //!
@@ -35,7 +36,7 @@
 //! | `mod.rs` | the categories, the tokenizer, the lookups | hand |
 //! | `languages/<code>.rs` | one language's terms and examples | hand |
 //! | `generate.rs` | folds the terms, writes `table.rs`, checks it | hand |
-//! | `table.rs` | the perfect-hash maps the tokenizer looks up | `generate` |
+//! | `table.rs` | the tables the tokenizer looks up | `generate` |
 //!
 //! Everything here is linear in the input: one pass to tokenize, bounded
 //! hash lookups per token (phrases of at most [`MAX_PHRASE`] words, stems
@@ -168,6 +169,50 @@ pub(crate) const MAX_PHRASE: usize = 6;
 /// Shortest stem, in characters.
 pub(crate) const MIN_STEM: usize = 3;
 
+/// A generated table of strings (`table.rs`): the keys sorted by their
+/// bytes and concatenated, where each one ends, and the index of its
+/// categories in `table::CATS`. One blob and two small arrays are a
+/// fraction of the size of a hash map of `&str` (a pointer, a length and a
+/// `u64` per entry, and the hash's displacements), which matters in the
+/// Worker; a lookup is a binary search (about fourteen comparisons of short
+/// byte strings for the largest table).
+pub(crate) struct Strings {
+    keys: &'static str,
+    ends: &'static [u32],
+    cats: &'static [u8],
+}
+
+impl Strings {
+    fn find(&self, key: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.ends.len());
+        let keys = self.keys.as_bytes();
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let start = if mid == 0 {
+                0
+            } else {
+                self.ends[mid - 1] as usize
+            };
+            match keys[start..self.ends[mid] as usize].cmp(key.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// The key's categories (0 for a term without category).
+    pub(crate) fn get(&self, key: &str) -> Option<u64> {
+        self.find(key)
+            .map(|i| self.cats.get(i).map_or(0, |&c| table::CATS[c as usize]))
+    }
+
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.find(key).is_some()
+    }
+}
+
 /// One token of a string: its categories (terms and shape flags).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Tok {
@@ -195,7 +240,7 @@ fn is_word_char(c: char) -> bool {
     (c.is_alphanumeric() || is_combining_mark(c)) && !is_unspaced(c)
 }
 
-/// Accents off Latin letters, a few letters NFD cannot split, and leetspeak
+/// Accents off Latin and Greek letters, a few letters NFD cannot split, and leetspeak
 /// undone in words that mix letters and digits. Other scripts are untouched.
 pub(crate) fn fold_word(word: String) -> String {
     // Plain lower-case ASCII letters (most words): nothing to fold.
@@ -212,9 +257,12 @@ pub(crate) fn fold_word(word: String) -> String {
             'ł' => out.push('l'),
             'đ' => out.push('d'),
             'ı' => out.push('i'),
-            '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' => {
-                out.extend(c.nfd().filter(|&d| !is_combining_mark(d)))
-            }
+            // Latin letters, and Greek ones: Greek written in capitals (and
+            // much Greek online) has no accents, so "αγνόησε" = "αγνοησε".
+            '\u{00C0}'..='\u{024F}'
+            | '\u{1E00}'..='\u{1EFF}'
+            | '\u{0386}'..='\u{03CE}'
+            | '\u{1F00}'..='\u{1FFF}' => out.extend(c.nfd().filter(|&d| !is_combining_mark(d))),
             '\u{0300}'..='\u{036F}' if out.chars().last().is_some_and(|p| p.is_ascii()) => {}
             _ => out.push(c),
         }
@@ -264,7 +312,7 @@ fn token_list(lower: &str) -> Vec<Tok> {
             while i < chars.len() && is_unspaced(chars[i]) {
                 i += 1;
             }
-            unspaced_run(&chars[start..i], &mut out);
+            unspaced_run(&chars[start..i], chars.get(i).copied(), &mut out);
             prev_ident = false;
             continue;
         }
@@ -320,7 +368,7 @@ fn flush_words(words: &mut Vec<Word>, out: &mut Vec<Tok>) {
             for n in 2..=MAX_PHRASE.min(joined.len() - i) {
                 phrase.push(' ');
                 phrase.push_str(&joined[i + n - 1].text);
-                if let Some(&c) = table::EXACT.get(phrase.as_str()) {
+                if let Some(c) = table::EXACT.get(phrase.as_str()) {
                     cats = c;
                     taken = n;
                 }
@@ -371,7 +419,7 @@ fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
 }
 
 fn lookup_word(word: &str) -> u64 {
-    if let Some(&c) = table::EXACT.get(word) {
+    if let Some(c) = table::EXACT.get(word) {
         return c;
     }
     // Longest stem that prefixes the word (at least MIN_STEM characters).
@@ -386,7 +434,7 @@ fn lookup_word(word: &str) -> u64 {
     let mut chars = word.chars().count();
     let mut rev = word.chars().rev();
     while chars >= MIN_STEM {
-        if let Some(&c) = table::STEMS.get(&word[..end]) {
+        if let Some(c) = table::STEMS.get(&word[..end]) {
             return c;
         }
         let Some(last) = rev.next() else { break };
@@ -399,7 +447,7 @@ fn lookup_word(word: &str) -> u64 {
 /// Matches terms greedily (longest first) inside a run of an unspaced
 /// script; every unmatched character is one empty token, so distances stay
 /// comparable with spaced languages.
-fn unspaced_run(run: &[char], out: &mut Vec<Tok>) {
+fn unspaced_run(run: &[char], after: Option<char>, out: &mut Vec<Tok>) {
     let mut i = 0;
     while i < run.len() {
         let found = table::UNSPACED.get(&run[i]).and_then(|list| {
@@ -415,8 +463,9 @@ fn unspaced_run(run: &[char], out: &mut Vec<Tok>) {
         match found {
             Some((term, cats)) => {
                 i += term.chars().count();
-                // "新しい指示：": a term directly before a colon.
-                let colon = if matches!(run.get(i), Some('：') | Some(':')) {
+                // "新しい指示：", "คำสั่งใหม่:": a term directly before a
+                // colon, which is not part of the run (the run ends there).
+                let colon = if matches!(run.get(i).copied().or(after), Some('：') | Some(':')) {
                     cat::COLON
                 } else {
                     0

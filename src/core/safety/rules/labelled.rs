@@ -25,6 +25,8 @@ pub(super) static RULES: &[Rule] = &[
             "the root password on the build box is now cqTEo5w7wfXawAwx",
             "Passwort für den Admin-Account: UAj60Sw*3cjLSNH41A@b",
             "服务器密码是Tr0ub4dor&3x",
+            "lozinka za bazu je sada Tr0ub4dor&3x",
+            "รหัสผ่านคือTr0ub4dor&3x",
         ],
         misses: examples![
             "password policy: min 12 chars, 1 symbol",
@@ -94,6 +96,56 @@ const PASSWORD_LABELS: &[&str] = &[
     "mat khau",
     "kata sandi",
     "sandi",
+    // The languages added with issue 30 (raw lower case: accents are kept,
+    // so accented and bare spellings are both listed). They are here only,
+    // not in secrets.rs's `localized_password`: that rule also fires on a
+    // label followed by ordinary words and a number ("Heslo x 12 znakova",
+    // already so for its own labels), and this rule's value test covers
+    // "label: value" too.
+    "nenosiri",
+    "nywila",
+    "รหัสผ่าน",
+    "סיסמה",
+    "סיסמא",
+    "הסיסמה",
+    "κωδικός",
+    "κωδικος",
+    "κωδικό",
+    "συνθηματικό",
+    "паролю",
+    "পাসওয়ার্ড",
+    "கடவுச்சொல்",
+    "پاس ورڈ",
+    "پاسورڈ",
+    "kata laluan",
+    "heslo",
+    "hesla",
+    "parolă",
+    "parola",
+    "parolei",
+    "jelszó",
+    "jelszo",
+    "jelszava",
+    "lösenordet",
+    "losenord",
+    "salasana",
+    "salasanan",
+    "adgangskode",
+    "adgangskoden",
+    "kodeord",
+    "passord",
+    "passordet",
+    "парола",
+    "паролата",
+    "lozinka",
+    "lozinku",
+    "лозинка",
+    "лозинку",
+    "zaporka",
+    "పాస్వర్డ్",
+    "kelmet el ser",
+    "kelmet el sir",
+    "kalimat el sir",
 ];
 
 /// API key and token labels.
@@ -121,6 +173,23 @@ const KEY_LABELS: &[&str] = &[
     "ключ api",
     "api密钥",
     "apiキー",
+    "api-nyckel",
+    "api-nøgle",
+    "api-nøkkel",
+    "api-avain",
+    "api-kulcs",
+    "api kulcs",
+    "cheie api",
+    "cheia api",
+    "api klíč",
+    "api kľúč",
+    "api ključ",
+    "api ключ",
+    "api-ключ",
+    "klucz api",
+    "ufunguo wa api",
+    "מפתח api",
+    "κλειδί api",
 ];
 
 /// Words looked at after a label.
@@ -130,7 +199,7 @@ const WINDOW: usize = 8;
 fn unspaced(label: &str) -> bool {
     label
         .chars()
-        .any(|c| matches!(c, '\u{3040}'..='\u{30FF}' | '\u{4E00}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}'))
+        .any(|c| matches!(c, '\u{0E00}'..='\u{0E7F}' | '\u{3040}'..='\u{30FF}' | '\u{4E00}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}'))
 }
 
 /// Labels by their first word, and an automaton that tells in one pass
@@ -222,6 +291,8 @@ fn labelled(v: &Views, labels: &[&str], index: &Index, value_like: fn(&str) -> b
         for label in labels.iter().filter(|l| unspaced(l)) {
             if let Some(pos) = key.find(label) {
                 let rest = words[i].get(pos + label.len()..).unwrap_or_default();
+                // Thai "รหัสผ่านคือ…" (the password is …).
+                let rest = rest.strip_prefix("คือ").unwrap_or(rest);
                 let rest =
                     rest.trim_start_matches(['是', '为', '為', 'は', '는', '은', ':', '：', '=']);
                 if value_like(rest) || words[i + 1..].iter().take(WINDOW).any(|w| value_like(w)) {
