@@ -157,8 +157,15 @@ pub(super) static RULES: &[Rule] = &[
                 "24,231,75,192,153,103,228,214,48,155,165,13,95,29,220,134,100,",
                 "18,85,49,184]"
             ),
+            // The first half of a keypair file, pasted under its name.
+            concat!(
+                "my id.json: [9,8,7,6,5,4,3,2,1,0,11,12,13,14,15,16,17,18,19,",
+                "20,21,22,23,24,25,26,27,28,29,30,31,32, ..."
+            ),
         ],
         misses: examples![
+            // 32 numbers with no key label: data.
+            concat!("histogram [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]"),
             // A Solana address (32 bytes): the public key above.
             "pay FAe4sisG95oZ42w7buUn5qEE4TAnfTTFPiguZUHmhiF",
             "ed25519 pubkey 03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8",
@@ -676,7 +683,63 @@ fn solana_keypair(v: &Views) -> bool {
         let mut out = [0u8; 64];
         matches!(bs58::decode(run).onto(&mut out[..]), Ok(64)) && is_ed25519_keypair(&out)
     });
-    base58 || byte_arrays(s, is_ed25519_keypair)
+    base58 || byte_arrays(s, is_ed25519_keypair) || labelled_seed_bytes(v)
+}
+
+/// Labels under which a list of byte values is a private key: a Solana
+/// `id.json` keypair file, a keypair, a secret or private key, a seed.
+const KEY_BYTES_LABELS: &[&str] = &[
+    "id.json",
+    "keypair",
+    "key pair",
+    "secret key",
+    "secretkey",
+    "private key",
+    "privatekey",
+    "seed",
+];
+
+/// At least 32 integers 0..=255 in a `[` list (closed or cut short, as a
+/// paste of a keypair file's first half is: those 32 bytes are the whole
+/// Ed25519 seed) under a key label.
+fn labelled_seed_bytes(v: &Views) -> bool {
+    if !KEY_BYTES_LABELS.iter().any(|l| v.lower.contains(l)) {
+        return false;
+    }
+    let s = v.raw.as_bytes();
+    let mut i = 0;
+    while let Some(off) = s[i..].iter().position(|&b| b == b'[') {
+        i += off + 1;
+        let (mut count, mut value, mut digits) = (0usize, 0u32, 0u32);
+        while i < s.len() {
+            match s[i] {
+                b'0'..=b'9' => {
+                    value = value * 10 + u32::from(s[i] - b'0');
+                    digits += 1;
+                    if digits > 3 || value > 255 {
+                        break;
+                    }
+                }
+                b',' | b']' => {
+                    if digits == 0 {
+                        break;
+                    }
+                    count += 1;
+                    (value, digits) = (0, 0);
+                    if s[i] == b']' {
+                        break;
+                    }
+                }
+                b' ' | b'\n' => {}
+                _ => break,
+            }
+            i += 1;
+        }
+        if count >= 32 {
+            return true;
+        }
+    }
+    false
 }
 
 /// Calls `f` on every `[n, n, ...]` list of exactly 64 integers 0..=255.

@@ -35,7 +35,7 @@ use super::{checked, keyed, pattern, Matcher::Detect, Rule, View::Raw, BASE};
 use crate::core::safety::credential::looks_like_credential;
 use crate::core::safety::normalize::Views;
 use crate::core::safety::FindingClass::Secret;
-use base64::engine::general_purpose::STANDARD_NO_PAD;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use base64::Engine as _;
 
 pub(super) static RULES: &[Rule] = &[
@@ -679,8 +679,12 @@ pub(super) static RULES: &[Rule] = &[
         hits: examples![
             concat!(r#"{"auths": {"https://index.docker.io/v1/": {"auth": "ZGVwbG95Ol"#, r#"RyMHViNGRvci00Mg=="}}}"#),
             concat!("auth: ZGVwbG95Ol", "RyMHViNGRvci00Mg"),
+            // SMTP AUTH PLAIN: NUL alice NUL a real-looking password.
+            concat!("C: AUTH PLAIN AGFsaWNl", "AFpxNyF3WDJwTG05Iw=="),
         ],
         misses: examples![
+            // AUTH PLAIN with the placeholder "password".
+            "AUTH PLAIN AGFsaWNlAHBhc3N3b3Jk",
             // "user:password" and "user:<token>": placeholders.
             r#"{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZA=="}}}"#,
             r#""auth": "b2F1dGgy""#,
@@ -742,6 +746,26 @@ fn encoded_basic_auth(v: &Views) -> bool {
         };
         skip(&mut i, b"\"'");
         skip(&mut i, b" \t");
+        // SMTP/IMAP `AUTH PLAIN <base64 of authzid NUL user NUL password>`.
+        if s.len() > i + 6 && s[i..i + 5].eq_ignore_ascii_case(b"plain") && s[i + 5] == b' ' {
+            let start = i + 6;
+            let end = start
+                + s[start..]
+                    .iter()
+                    .take_while(|&&b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+                    .count();
+            if let Ok(decoded) = STANDARD.decode(&s[start..end]) {
+                let parts: Vec<&[u8]> = decoded.split(|&b| b == 0).collect();
+                if parts.len() == 3
+                    && !parts[1].is_empty()
+                    && parts[2].iter().all(u8::is_ascii_graphic)
+                    && looks_like_credential(parts[2])
+                {
+                    return true;
+                }
+            }
+            continue;
+        }
         if !matches!(s.get(i), Some(b':' | b'=')) {
             continue;
         }
