@@ -165,7 +165,7 @@ pub(super) static RULES: &[Rule] = &[
         ],
         misses: examples![
             // 32 numbers with no key label: data.
-            concat!("histogram [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]"),
+            "histogram [3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4,6,2,6,4,3,3,8,3,2,7,9,5]",
             // A Solana address (32 bytes): the public key above.
             "pay FAe4sisG95oZ42w7buUn5qEE4TAnfTTFPiguZUHmhiF",
             "ed25519 pubkey 03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8",
