@@ -9,7 +9,8 @@
 //! verb ("mat batao") or between verb and auxiliary ("ignore mat karo",
 //! "follow na karein"), as in Hindi and Urdu script: those forms are listed
 //! as phrases. Short words that are also English ("me", "do", "to") carry no
-//! category.
+//! category, nor "par" (on, to; French "by"), which is read only in "par
+//! bhej do" (send to).
 
 use super::cat::*;
 

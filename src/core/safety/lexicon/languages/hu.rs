@@ -5,7 +5,9 @@
 //! themselves, the longer stem winning. Verb prefixes detach and move
 //! ("hagyd figyelmen kívül" / "figyelmen kívül hagyni"), so the fixed part
 //! is the phrase. "ön" (formal you) folds to English "on", "én" (I) to "en"
-//! and "mi" (what) is Spanish "my": they carry no category alone.
+//! and "mi" (what) is Spanish "my": they carry no category alone. "MI-nek"
+//! (to the AI) splits into "mi" and the case ending, so "mi nek" is a
+//! phrase.
 
 use super::cat::*;
 

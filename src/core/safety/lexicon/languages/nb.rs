@@ -5,8 +5,9 @@
 //! without category. Shares many words with Danish (`da.rs`); the table is
 //! shared, so this file lists the Bokmål spellings ("passord", "meg",
 //! "utvikler", "nå") and repeats the common core. "alt" (everything) counts
-//! only in phrases (English "alt"), and "si" (say; Spanish "if") and "må"
-//! (must; folds to "ma") carry no category.
+//! only in phrases (English "alt"), "si" (say; Spanish "if") only in "si
+//! hva" (say what), and "må" (must; folds to "ma") carries no category.
+//! "KI-en" / "AI-en" (the AI) splits into two words: "til KI-en" is a phrase.
 
 use super::cat::*;
 

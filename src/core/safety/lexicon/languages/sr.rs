@@ -10,6 +10,8 @@
 //! Italian "sto"/"sta" and "para" (money) is Spanish "for": they count only
 //! in phrases or not at all; "pravil*" would match "pravilno" (correctly),
 //! and "vi" (you) is Scandinavian "we", so only Cyrillic "ви" carries YOU.
+//! "važe" (apply) folds to Portuguese "vaze" (leak): "više ne važe" (no
+//! longer apply) is a phrase.
 
 use super::cat::*;
 

@@ -6,7 +6,9 @@
 //! Italian ("to the"), so it counts only in phrases; "läck" (leak) folds to
 //! English "lack" and "nämn" (mention) to "namn" (name), so they are left
 //! out, as are "era" (your; Italian "was"), "lista" (list; Spanish) and
-//! "dela" (share; Portuguese "hers").
+//! "dela" (share; Portuguese "hers"). "ni" (you, plural) is "nor"
+//! elsewhere (NEG) and would hide the verb after it, so the polite "ni
+//! ombeds" / "ni uppmanas" (you are asked) are phrases.
 
 use super::cat::*;
 
