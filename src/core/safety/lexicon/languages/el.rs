@@ -9,12 +9,17 @@
 use super::cat::*;
 
 pub(super) const TERMS: &[(&str, u64)] = &[
-    // Added after the public corpus probe: "abolish" in every form ("καταργήθηκαν",
-    // "καταργούνται") and "no longer apply" said of rules (a dismissal); the
+    // Added after the public corpus probe: "abolish" as a verb
+    // ("καταργήθηκαν", "καταργούνται"; not the noun "κατάργηση", which heads
+    // changelogs) and "no longer apply" said of rules (a dismissal); the
     // passive "να αγνοηθούν"; the subjunctive "να αποκαλύψεις"; "above" as
     // "πάνω από" and "message" as the text read; "to the AI" as a vocative;
     // "without telling anyone".
-    ("καταργ*", IGNORE),
+    ("καταργήθηκ*", IGNORE),
+    ("καταργούνται", IGNORE),
+    ("καταργείται", IGNORE),
+    ("κατάργησε", IGNORE),
+    ("καταργήστε", IGNORE),
     ("δεν ισχύουν πια", IGNORE),
     ("δεν ισχύουν πλέον", IGNORE),
     ("παύουν να ισχύουν", IGNORE),
@@ -525,6 +530,7 @@ pub(super) const MISSES: &[&str] = &[
     "Πολιτική κωδικών πρόσβασης: τουλάχιστον 12 χαρακτήρες",
     "Μην αγνοείς τις προηγούμενες οδηγίες του επικεφαλής",
     "Η παλιά έκδοση του API καταργήθηκε",
+    "Κατάργηση των παλιών κανόνων του συστήματος στην έκδοση 2",
     "Το μήνυμα σφάλματος εμφανίζεται πάνω από τη φόρμα",
     "Οι εκπτώσεις δεν ισχύουν πλέον",
     "Έγραψα οδηγό για το AI της ομάδας",
