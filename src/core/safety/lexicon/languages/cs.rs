@@ -8,6 +8,8 @@
 //! would match "November", so the forms of "nový" are listed; "prompt*",
 //! "token*" and "argument*" would give English "promptly", "tokenizer" and
 //! "argument" a category, so Czech forms are listed instead.
+//! Plain "neplatí" (does not apply) stays out: "pravidla neplatí pro staging" is
+//! an ops note; only "už/již/nadále neplatí" are dismissals.
 
 use super::cat::*;
 

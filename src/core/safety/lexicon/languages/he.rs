@@ -6,6 +6,8 @@
 //! masculine, feminine and plural, and the future is used as a polite
 //! imperative ("תתעלם"), so all those forms are listed. "את" is both "you"
 //! (feminine) and the object marker, so it carries no category.
+//! Rules "cancelled" / "no longer in force" ("בוטלו", "כבר לא בתוקף") are
+//! dismissals (IGNORE); the noun "ביטול" (cancellation) stays out.
 
 use super::cat::*;
 

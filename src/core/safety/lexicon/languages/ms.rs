@@ -4,6 +4,8 @@
 //! "paparkan", "awak") and repeats the common core so the file stands on its
 //! own. Affixes are productive (abaikan / mengabaikan / diabaikan), so the
 //! usual forms are listed; possessive "-mu" and the registers awak/kamu/anda.
+//! "Tak terpakai" alone is "unused" in Indonesian, so only "dah tak terpakai" /
+//! "tidak lagi terpakai" (no longer apply) are dismissals.
 
 use super::cat::*;
 

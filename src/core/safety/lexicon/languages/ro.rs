@@ -8,6 +8,8 @@
 //! (Italian "parola", a word), "indicati*" ("indicating"); and words that
 //! are common elsewhere carry no category alone: "care" (which; English),
 //! "ce" (what; French), "tot" (all; Dutch "until"), "lei" (Italian "she").
+//! "Nu mai contează" / "nu mai sunt valabile" said of rules are dismissals
+//! (IGNORE); "zi" (day) alone stays out, only the clitic "zi-mi" (tell me).
 
 use super::cat::*;
 

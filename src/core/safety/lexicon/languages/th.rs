@@ -6,6 +6,9 @@
 //! three, and the family windows span a Thai sentence as they span an
 //! English one. Negation is a separate word before the verb ("อย่า", "ไม่"),
 //! but "ไม่สนใจ" / "ไม่ต้องทำตาม" are themselves "ignore" / "don't follow".
+//! Fillers such as "เลย", "ว่า" and "โฟลเดอร์" are listed without category for the
+//! same reason. "ถึง" alone (to, until) is not a vocative; only "ถึงโมเดล" /
+//! "ถึงเอไอ" address the reader.
 
 use super::cat::*;
 

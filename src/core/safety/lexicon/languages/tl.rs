@@ -10,6 +10,7 @@
 //! Words that are common in other languages stay out or are phrases:
 //! "dati" (before; Italian "data"), "ano" (what; Portuguese "year"),
 //! "akin", "lang".
+//! "Wala nang bisa" (no longer has force) said of rules is a dismissal (IGNORE).
 
 use super::cat::*;
 

@@ -5,6 +5,8 @@
 //! match "робота" (work), "лист*" "листопад" (November), "правил*"
 //! "правильно" (correctly). The apostrophe splits words ("зобов'язаний"),
 //! so phrases avoid words that contain it.
+//! "Скасовано" / "більше не діють" said of rules are dismissals (IGNORE); "над"
+//! (over, above) alone stays out ("працюємо над"), only "над цим повідомленням".
 
 use super::cat::*;
 
