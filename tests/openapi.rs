@@ -159,22 +159,6 @@ const CLAIM_CODES: &[&str] = &[
     "service_unavailable",
 ];
 /// Codes that can never answer a PUT to capsule.json (every other code can).
-/// The key log's codes (docs/PROTOCOL.md §14): decided by the core, but no
-/// route answers them yet, so no operation lists them. When the key-log
-/// routes and `key_rotated` on writes are served, this list goes, and the
-/// operations list them.
-const NOT_SERVED_YET: &[&str] = &[
-    "key_rotated",
-    "bad_key_event",
-    "key_event_stale",
-    "rotation_not_committed",
-    "recovery_window_closed",
-    "recommit_pending",
-    "key_reused",
-    "commitment_reused",
-    "key_log_full",
-];
-
 const NOT_ON_PUT: &[&str] = &[
     "read_signature_invalid",
     "read_signature_expired",
@@ -421,6 +405,13 @@ fn check_operation(
     codes
 }
 
+fn not_served_yet() -> BTreeSet<String> {
+    self_capsule::core::reason::NOT_SERVED_YET
+        .iter()
+        .map(|c| c.as_str().to_owned())
+        .collect()
+}
+
 fn set(codes: &[&str]) -> BTreeSet<String> {
     codes.iter().map(|c| c.to_string()).collect()
 }
@@ -431,9 +422,10 @@ fn every_operation_lists_the_statuses_and_codes_the_service_can_return() {
     let put_codes: BTreeSet<String> = ReasonCode::ALL
         .iter()
         .map(|c| c.as_str().to_owned())
-        .filter(|c| !NOT_ON_PUT.contains(&c.as_str()) && !NOT_SERVED_YET.contains(&c.as_str()))
+        .filter(|c| !NOT_ON_PUT.contains(&c.as_str()) && !not_served_yet().contains(c))
         .collect();
-    let mut seen: BTreeSet<String> = NOT_SERVED_YET.iter().map(|c| c.to_string()).collect();
+    // Codes no route answers yet are listed by no operation (core::reason::NOT_SERVED_YET).
+    let mut seen: BTreeSet<String> = not_served_yet();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for m in METHODS {
             let Some(op) = item.get(*m) else { continue };
