@@ -303,7 +303,8 @@ fn replay(s: &Scenario) -> (Value, KeyLog) {
         let event = if let Some(k) = st.again {
             sent[k].clone()
         } else {
-            let (ev, signer, revealed) = match &st.ev {
+            // (the key made current, the next key, the recovery key, what changes, the revealed key)
+            let (current, next, recovery, change, revealed) = match &st.ev {
                 Ev::Inception { next, recovery } => {
                     // "inception_by_another_key" signs with key 3 as the genesis key.
                     let genesis = if s.name == "inception_by_another_key" {
@@ -311,22 +312,10 @@ fn replay(s: &Scenario) -> (Value, KeyLog) {
                     } else {
                         1
                     };
-                    (
-                        KeyEvent {
-                            agent_id: id.clone(),
-                            index,
-                            previous_hash,
-                            public_key: key(genesis).public_key(),
-                            next_key_digest: digest(*next),
-                            recovery_key_digest: recovery.map(digest),
-                            change: Change::Inception {
-                                recovery_window_sec: DEFAULT_WINDOW_SEC,
-                            },
-                            signatures: blank,
-                        },
-                        genesis,
-                        None,
-                    )
+                    let change = Change::Inception {
+                        recovery_window_sec: DEFAULT_WINDOW_SEC,
+                    };
+                    (genesis, *next, *recovery, change, None)
                 }
                 Ev::Rotation {
                     authority,
@@ -334,50 +323,38 @@ fn replay(s: &Scenario) -> (Value, KeyLog) {
                     current,
                     next,
                     recovery,
-                } => (
-                    KeyEvent {
-                        agent_id: id.clone(),
-                        index,
-                        previous_hash,
-                        public_key: key(*current).public_key(),
-                        next_key_digest: digest(*next),
-                        recovery_key_digest: recovery.map(digest),
-                        change: Change::Rotation {
-                            authority: *authority,
-                            revealed_key: key(*revealed).public_key(),
-                            supersedes: st.supersedes.map(|i| Supersedes {
-                                index: i,
-                                hash: log.records()[i as usize].seal.hash.clone(),
-                            }),
-                            disputes_after: st.disputes_after.map(|seq| LastGood {
-                                seq,
-                                cursor: cursor(seq),
-                            }),
-                        },
-                        signatures: blank,
-                    },
-                    *current,
-                    Some(*revealed),
-                ),
+                } => {
+                    let change = Change::Rotation {
+                        authority: *authority,
+                        revealed_key: key(*revealed).public_key(),
+                        supersedes: st.supersedes.map(|i| Supersedes {
+                            index: i,
+                            hash: log.records()[i as usize].seal.hash.clone(),
+                        }),
+                        disputes_after: st.disputes_after.map(|seq| LastGood {
+                            seq,
+                            cursor: cursor(seq),
+                        }),
+                    };
+                    (*current, *next, *recovery, change, Some(*revealed))
+                }
                 Ev::Recommit {
                     current,
                     next,
                     recovery,
-                } => (
-                    KeyEvent {
-                        agent_id: id.clone(),
-                        index,
-                        previous_hash,
-                        public_key: key(*current).public_key(),
-                        next_key_digest: digest(*next),
-                        recovery_key_digest: recovery.map(digest),
-                        change: Change::Recommit,
-                        signatures: blank,
-                    },
-                    *current,
-                    None,
-                ),
+                } => (*current, *next, *recovery, Change::Recommit, None),
             };
+            let ev = KeyEvent {
+                agent_id: id.clone(),
+                index,
+                previous_hash,
+                public_key: key(current).public_key(),
+                next_key_digest: digest(next),
+                recovery_key_digest: recovery.map(digest),
+                change,
+                signatures: blank,
+            };
+            let signer = current;
             ev.sign(&key(signer), revealed.map(key).as_ref()).to_json()
         };
         sent.push(event.clone());

@@ -422,35 +422,56 @@ fn exact_members(v: &Json, what: &str, names: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// Member `k` of object `what`, read by `read`; the error says what it must be.
+fn member<T>(
+    v: &Json,
+    what: &str,
+    k: &str,
+    read: impl Fn(&Json) -> Option<T>,
+    must: &str,
+) -> Result<T, String> {
+    v.get(k)
+        .and_then(read)
+        .ok_or_else(|| format!("{what}.{k} must be {must}"))
+}
+
 fn supersedes(v: &Json) -> Result<Supersedes, String> {
     exact_members(v, "supersedes", &["index", "hash"])?;
-    Ok(Supersedes {
-        index: v
-            .get("index")
-            .and_then(Json::as_safe_u64)
-            .ok_or("supersedes.index must be an integer")?,
-        hash: v
-            .get("hash")
-            .and_then(Json::as_str)
+    let hex64 = |h: &Json| {
+        h.as_str()
             .filter(|h| is_lower_hex(h, 64))
-            .ok_or("supersedes.hash must be 64 lowercase hex characters")?
-            .to_owned(),
+            .map(str::to_owned)
+    };
+    Ok(Supersedes {
+        index: member(v, "supersedes", "index", Json::as_safe_u64, "an integer")?,
+        hash: member(
+            v,
+            "supersedes",
+            "hash",
+            hex64,
+            "64 lowercase hex characters",
+        )?,
     })
 }
 
 fn last_good(v: &Json) -> Result<LastGood, String> {
     exact_members(v, "disputes_after", &["seq", "cursor"])?;
+    let cursor = |c: &Json| c.as_str().filter(|c| jcs::is_cursor(c)).map(str::to_owned);
     Ok(LastGood {
-        seq: v
-            .get("seq")
-            .and_then(Json::as_safe_u64)
-            .ok_or("disputes_after.seq must be an integer 0..2^53-1")?,
-        cursor: v
-            .get("cursor")
-            .and_then(Json::as_str)
-            .filter(|c| jcs::is_cursor(c))
-            .ok_or("disputes_after.cursor must be a cursor (sha256: and 64 lowercase hex)")?
-            .to_owned(),
+        seq: member(
+            v,
+            "disputes_after",
+            "seq",
+            Json::as_safe_u64,
+            "an integer 0..2^53-1",
+        )?,
+        cursor: member(
+            v,
+            "disputes_after",
+            "cursor",
+            cursor,
+            "a cursor (sha256: and 64 lowercase hex)",
+        )?,
     })
 }
 

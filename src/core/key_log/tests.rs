@@ -209,6 +209,24 @@ impl Agent {
     }
 }
 
+/// `e` (a recovery rotation) made to supersede event `index` of `log`,
+/// signed again by `current` and `revealed`.
+fn superseding(
+    mut e: KeyEvent,
+    log: &KeyLog,
+    index: u64,
+    current: &AgentKey,
+    revealed: &AgentKey,
+) -> KeyEvent {
+    if let Change::Rotation { supersedes, .. } = &mut e.change {
+        *supersedes = Some(Supersedes {
+            index,
+            hash: log.records()[index as usize].seal.hash.clone(),
+        });
+    }
+    e.sign(current, Some(revealed))
+}
+
 fn is_new(r: Result<Accepted, ReasonCode>) -> bool {
     matches!(r, Ok(Accepted::New { .. }))
 }
@@ -399,20 +417,19 @@ fn a_recovery_supersedes_a_next_key_rotation_inside_the_window_only() {
         Some(crate::core::time::rfc3339(T0 + 72 * HOUR))
     );
     a.now += 70 * HOUR;
-    let mut recovery = a.rotation(
-        RotationAuthority::Recovery,
-        &key(50),
+    let recovery = superseding(
+        a.rotation(
+            RotationAuthority::Recovery,
+            &key(50),
+            &key(51),
+            &key(52),
+            Some(&key(53)),
+        ),
+        &a.log,
+        1,
         &key(51),
-        &key(52),
-        Some(&key(53)),
+        &key(50),
     );
-    if let Change::Rotation { supersedes, .. } = &mut recovery.change {
-        *supersedes = Some(Supersedes {
-            index: 1,
-            hash: a.log.records()[1].seal.hash.clone(),
-        });
-    }
-    let recovery = recovery.sign(&key(51), Some(&key(50)));
     assert!(is_new(a.submit(&recovery)));
     let s = a.state();
     assert_eq!(s.current(), &key(51).public_key());
@@ -429,39 +446,37 @@ fn a_recovery_supersedes_a_next_key_rotation_inside_the_window_only() {
     let thief = b.rotation(RotationAuthority::Next, &key(2), &key(66), &key(67), None);
     assert!(is_new(b.submit(&thief)));
     b.now += 73 * HOUR;
-    let mut late = b.rotation(
-        RotationAuthority::Recovery,
-        &key(50),
+    let late = superseding(
+        b.rotation(
+            RotationAuthority::Recovery,
+            &key(50),
+            &key(51),
+            &key(52),
+            None,
+        ),
+        &b.log,
+        1,
         &key(51),
-        &key(52),
-        None,
+        &key(50),
     );
-    if let Change::Rotation { supersedes, .. } = &mut late.change {
-        *supersedes = Some(Supersedes {
-            index: 1,
-            hash: b.log.records()[1].seal.hash.clone(),
-        });
-    }
-    let late = late.sign(&key(51), Some(&key(50)));
     assert_eq!(
         b.submit(&late).unwrap_err(),
         ReasonCode::RecoveryWindowClosed
     );
     // A recovery key that was not committed gets nothing, in or out of the window.
-    let mut wrong = b.rotation(
-        RotationAuthority::Recovery,
-        &key(77),
+    let wrong = superseding(
+        b.rotation(
+            RotationAuthority::Recovery,
+            &key(77),
+            &key(51),
+            &key(52),
+            None,
+        ),
+        &b.log,
+        1,
         &key(51),
-        &key(52),
-        None,
+        &key(77),
     );
-    if let Change::Rotation { supersedes, .. } = &mut wrong.change {
-        *supersedes = Some(Supersedes {
-            index: 1,
-            hash: b.log.records()[1].seal.hash.clone(),
-        });
-    }
-    let wrong = wrong.sign(&key(51), Some(&key(77)));
     assert_eq!(
         b.submit(&wrong).unwrap_err(),
         ReasonCode::RotationNotCommitted
