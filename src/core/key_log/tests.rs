@@ -86,28 +86,48 @@ impl Agent {
         self.log.records().last().map(|r| r.seal.hash.clone())
     }
 
+    /// The next event of this log: `current` made the key, committing
+    /// `next` (and `recovery`), changing `change`, signed by `current` (and
+    /// `revealed`).
+    fn event(
+        &self,
+        current: &AgentKey,
+        next: &AgentKey,
+        recovery: Option<&AgentKey>,
+        change: Change,
+        revealed: Option<&AgentKey>,
+    ) -> KeyEvent {
+        KeyEvent {
+            agent_id: self.id.clone(),
+            index: self.next_index(),
+            previous_hash: self.head(),
+            public_key: current.public_key(),
+            next_key_digest: digest(next),
+            recovery_key_digest: recovery.map(digest),
+            change,
+            signatures: Signatures {
+                revealed: None,
+                public: [0; 64],
+            },
+        }
+        .sign(current, revealed)
+    }
+
     fn inception(
         &self,
         genesis: &AgentKey,
         next: &AgentKey,
         recovery: Option<&AgentKey>,
     ) -> KeyEvent {
-        KeyEvent {
-            agent_id: self.id.clone(),
-            index: 0,
-            previous_hash: None,
-            public_key: genesis.public_key(),
-            next_key_digest: digest(next),
-            recovery_key_digest: recovery.map(digest),
-            change: Change::Inception {
-                recovery_window_sec: DEFAULT_WINDOW_SEC,
-            },
-            signatures: Signatures {
-                revealed: None,
-                public: [0; 64],
-            },
-        }
-        .sign(genesis, None)
+        let change = Change::Inception {
+            recovery_window_sec: DEFAULT_WINDOW_SEC,
+        };
+        // Always event 0, whatever the log holds (one test builds it on a
+        // longer log, for a round trip).
+        let mut e = self.event(genesis, next, recovery, change, None);
+        e.index = 0;
+        e.previous_hash = None;
+        e.sign(genesis, None)
     }
 
     /// A rotation revealing `revealed`, making `current` the key, committing `next`.
@@ -119,25 +139,13 @@ impl Agent {
         next: &AgentKey,
         recovery: Option<&AgentKey>,
     ) -> KeyEvent {
-        KeyEvent {
-            agent_id: self.id.clone(),
-            index: self.next_index(),
-            previous_hash: self.head(),
-            public_key: current.public_key(),
-            next_key_digest: digest(next),
-            recovery_key_digest: recovery.map(digest),
-            change: Change::Rotation {
-                authority,
-                revealed_key: revealed.public_key(),
-                supersedes: None,
-                disputes_after: None,
-            },
-            signatures: Signatures {
-                revealed: None,
-                public: [0; 64],
-            },
-        }
-        .sign(current, Some(revealed))
+        let change = Change::Rotation {
+            authority,
+            revealed_key: revealed.public_key(),
+            supersedes: None,
+            disputes_after: None,
+        };
+        self.event(current, next, recovery, change, Some(revealed))
     }
 
     fn recommit(
@@ -146,20 +154,7 @@ impl Agent {
         next: &AgentKey,
         recovery: Option<&AgentKey>,
     ) -> KeyEvent {
-        KeyEvent {
-            agent_id: self.id.clone(),
-            index: self.next_index(),
-            previous_hash: self.head(),
-            public_key: current.public_key(),
-            next_key_digest: digest(next),
-            recovery_key_digest: recovery.map(digest),
-            change: Change::Recommit,
-            signatures: Signatures {
-                revealed: None,
-                public: [0; 64],
-            },
-        }
-        .sign(current, None)
+        self.event(current, next, recovery, Change::Recommit, None)
     }
 
     fn submit_with(
