@@ -706,50 +706,28 @@ fn labelled_seed_bytes(v: &Views) -> bool {
     if !KEY_BYTES_LABELS.iter().any(|l| v.lower.contains(l)) {
         return false;
     }
-    let s = v.raw.as_bytes();
-    let mut i = 0;
-    while let Some(off) = s[i..].iter().position(|&b| b == b'[') {
-        i += off + 1;
-        let (mut count, mut value, mut digits) = (0usize, 0u32, 0u32);
-        while i < s.len() {
-            match s[i] {
-                b'0'..=b'9' => {
-                    value = value * 10 + u32::from(s[i] - b'0');
-                    digits += 1;
-                    if digits > 3 || value > 255 {
-                        break;
-                    }
-                }
-                b',' | b']' => {
-                    if digits == 0 {
-                        break;
-                    }
-                    count += 1;
-                    (value, digits) = (0, 0);
-                    if s[i] == b']' {
-                        break;
-                    }
-                }
-                b' ' | b'\n' => {}
-                _ => break,
-            }
-            i += 1;
-        }
-        if count >= 32 {
-            return true;
-        }
-    }
-    false
+    byte_lists(v.raw.as_bytes(), |values, _closed| values.len() >= 32)
 }
 
 /// Calls `f` on every `[n, n, ...]` list of exactly 64 integers 0..=255.
 fn byte_arrays(s: &[u8], f: impl Fn(&[u8; 64]) -> bool) -> bool {
+    byte_lists(s, |values, closed| {
+        closed && <&[u8; 64]>::try_from(values).is_ok_and(&f)
+    })
+}
+
+/// Calls `f` on the values of every `[n, n, ...` list of integers 0..=255
+/// (each value ended by `,` or `]`; at most 65 kept, one more than a
+/// keypair) and whether `]` closed it, until `f` says yes. A value out of
+/// range or anything else in the list ends it there.
+fn byte_lists(s: &[u8], mut f: impl FnMut(&[u8], bool) -> bool) -> bool {
     let mut i = 0;
+    let mut values = Vec::with_capacity(65);
     while let Some(off) = s[i..].iter().position(|&b| b == b'[') {
         i += off + 1;
-        let mut out = [0u8; 64];
-        let (mut count, mut value, mut digits) = (0usize, 0u32, 0u32);
-        let mut ok = false;
+        values.clear();
+        let (mut value, mut digits) = (0u32, 0u32);
+        let mut closed = false;
         while i < s.len() {
             let b = s[i];
             match b {
@@ -761,14 +739,13 @@ fn byte_arrays(s: &[u8], f: impl Fn(&[u8; 64]) -> bool) -> bool {
                     }
                 }
                 b',' | b']' => {
-                    if digits == 0 || count == 64 {
+                    if digits == 0 || values.len() == 65 {
                         break;
                     }
-                    out[count] = value as u8;
-                    count += 1;
+                    values.push(value as u8);
                     (value, digits) = (0, 0);
                     if b == b']' {
-                        ok = count == 64;
+                        closed = true;
                         break;
                     }
                 }
@@ -777,7 +754,7 @@ fn byte_arrays(s: &[u8], f: impl Fn(&[u8; 64]) -> bool) -> bool {
             }
             i += 1;
         }
-        if ok && f(&out) {
+        if f(&values, closed) {
             return true;
         }
     }
