@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use self_capsule::core::jcs;
 use self_capsule::core::json;
 use self_capsule::core::limits::TierTable;
-use self_capsule::core::write::{check, AgentState, Signature};
+use self_capsule::core::write::{check, AgentState, Signature, Terms};
 use std::hint::black_box;
 
 fn write_check(c: &mut Criterion) {
@@ -30,7 +30,7 @@ fn write_check(c: &mut Criterion) {
                 &agent,
                 fixtures::NOW_MS,
                 &tiers,
-                Signature::Verify
+                &Terms::genesis(Signature::Verify)
             )
             .is_ok(),
             "{name} must be accepted"
@@ -44,7 +44,7 @@ fn write_check(c: &mut Criterion) {
                     &agent,
                     fixtures::NOW_MS,
                     &tiers,
-                    Signature::Verify,
+                    &Terms::genesis(Signature::Verify),
                 )
                 .is_ok()
             })

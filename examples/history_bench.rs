@@ -88,6 +88,7 @@ fn main() {
                 // The report measures everything itself (a write check's
                 // `WriteChecked` spares it the schema, scan and signature).
                 checked: None,
+                keys: None,
             },
             &service,
             &ring,
@@ -121,6 +122,7 @@ fn main() {
                 // The report measures everything itself (a write check's
                 // `WriteChecked` spares it the schema, scan and signature).
                 checked: None,
+                keys: None,
             },
             &service,
             &ring,

@@ -9,12 +9,17 @@
 #[path = "../benches/fixtures.rs"]
 mod fixtures;
 
+use self_capsule::core::crypto::{AgentId, AgentKey};
 use self_capsule::core::history::{Keyring, ServiceKey};
 use self_capsule::core::jcs;
 use self_capsule::core::json;
+use self_capsule::core::key_log::{
+    Accepted, Change, Digest, KeyEvent, KeyLog, RotationAuthority, Signatures, Submission,
+    WriteLookup, Writes, DEFAULT_WINDOW_SEC,
+};
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::safety;
-use self_capsule::core::write::{check, AgentState, Signature};
+use self_capsule::core::write::{check, AgentState, Signature, Terms};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -62,7 +67,7 @@ fn main() {
         &agent,
         fixtures::NOW_MS,
         &tiers,
-        Signature::Verify
+        &Terms::genesis(Signature::Verify)
     )
     .is_ok());
     let cold = start.elapsed().as_secs_f64() * 1e6;
@@ -84,7 +89,7 @@ fn main() {
                 &agent,
                 fixtures::NOW_MS,
                 &tiers,
-                Signature::Verify,
+                &Terms::genesis(Signature::Verify),
             )
             .is_ok()
         });
@@ -104,11 +109,11 @@ fn main() {
             &agent,
             fixtures::NOW_MS,
             &tiers,
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         )
         .expect("first write");
         let index = before
-            .commit_sealed(c, fixtures::NOW_MS, &tiers, &service, &ring, None)
+            .commit_sealed(c, fixtures::NOW_MS, &tiers, &service, &ring, None, None)
             .expect("genesis")
             .history;
         let mut second = fixtures::maximal_capsule();
@@ -123,11 +128,35 @@ fn main() {
             Some(floor),
             || {
                 let mut state = before.clone();
-                let c = check(&state, &body, &agent, now, &tiers, Signature::Prechecked)
-                    .expect("second write");
+                let c = check(
+                    &state,
+                    &body,
+                    &agent,
+                    now,
+                    &tiers,
+                    &Terms::genesis(Signature::Prechecked),
+                )
+                .expect("second write");
                 state
-                    .commit_sealed(c, now, &tiers, &service, &ring, Some(index.clone()))
+                    .commit_sealed(c, now, &tiers, &service, &ring, Some(index.clone()), None)
                     .is_ok()
+            },
+        );
+    }
+    // What a write of an agent with a key log pays on top (§14): its object
+    // loads the stored log and folds it (every event checked again, its
+    // signatures included) before the write check. Logs of 2 events (an
+    // inception and a rotation, the usual) and 256 (the cap).
+    for events in [2u32, 256] {
+        let stored = key_log_of(events);
+        let agent = bench_key(0).public_key().agent_id();
+        time_vs(
+            &format!("key_log/load_and_fold_{events}_events"),
+            if events > 2 { iters / 10 + 1 } else { iters },
+            Some(floor),
+            || {
+                KeyLog::from_stored(agent.clone(), Some(&stored))
+                    .is_ok_and(|l| l.records().len() == events as usize)
             },
         );
     }
@@ -156,4 +185,69 @@ fn main() {
         r#"{{"case":"scan/unseen_text_per_4kb","iters":1,"us_per_op":{per_4kb:.1},"x_floor":{:.1}}}"#,
         per_4kb / floor
     );
+}
+
+/// The key log's `i`-th key (from a seed that is `i + 1` in little endian).
+fn bench_key(i: u32) -> AgentKey {
+    let mut seed = [0u8; 32];
+    seed[..4].copy_from_slice(&(i + 1).to_le_bytes());
+    AgentKey::from_seed(&seed)
+}
+
+/// The stored text of a key log of `events` events: an inception, then
+/// next-key rotations, each revealing the key the one before committed (and
+/// making it current), accepted an hour apart.
+fn key_log_of(events: u32) -> String {
+    struct NoWrites;
+    impl Writes for NoWrites {
+        fn lookup(&self, _: u64, _: u64) -> WriteLookup {
+            WriteLookup::Missing
+        }
+        fn is_other_agent(&self, _: &AgentId) -> bool {
+            false
+        }
+    }
+    let service = ServiceKey::from_seed(&[7; 32]);
+    let key = bench_key;
+    let genesis = key(0);
+    let agent = genesis.public_key().agent_id();
+    let mut log = KeyLog::empty(agent.clone());
+    for i in 0..events {
+        let current = key(i);
+        let change = match i {
+            0 => Change::Inception {
+                recovery_window_sec: DEFAULT_WINDOW_SEC,
+            },
+            _ => Change::Rotation {
+                authority: RotationAuthority::Next,
+                revealed_key: current.public_key(),
+                supersedes: None,
+                disputes_after: None,
+            },
+        };
+        let event = KeyEvent {
+            agent_id: agent.clone(),
+            index: u64::from(i),
+            previous_hash: log.records().last().map(|r| r.seal.hash.clone()),
+            public_key: current.public_key(),
+            next_key_digest: Digest::of_key(&key(i + 1).public_key()),
+            recovery_key_digest: None,
+            change,
+            signatures: Signatures {
+                revealed: None,
+                public: [0; 64],
+            },
+        }
+        .sign(&current, None);
+        let sub = Submission {
+            event: event.to_json(),
+            envelope_seq: None,
+        };
+        let now = fixtures::NOW_MS + u64::from(i) * 3_600_000;
+        match log.accept(&sub, now, 1, &NoWrites, &service) {
+            Ok(Accepted::New { record, state, .. }) => log.push(*record, *state),
+            other => panic!("event {i}: {other:?}"),
+        }
+    }
+    log.stored_text()
 }

@@ -12,7 +12,7 @@ use self_capsule::core::history::{
 use self_capsule::core::jcs;
 use self_capsule::core::json::parse_str;
 use self_capsule::core::limits::TierTable;
-use self_capsule::core::write::{check, AgentState, Signature};
+use self_capsule::core::write::{check, AgentState, Signature, Terms};
 use serde_json::Value;
 use support::capsules;
 use support::schemas::validator;
@@ -63,11 +63,19 @@ fn chain_of(access: impl Fn(u64) -> Option<Value>) -> (Vec<Entry>, HistoryIndex,
             &agent.agent_id(),
             T0,
             &tiers,
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         )
         .unwrap();
         let sealed = state
-            .commit_sealed(cand, T0 + seq * 1000, &tiers, &service, &ring, index.take())
+            .commit_sealed(
+                cand,
+                T0 + seq * 1000,
+                &tiers,
+                &service,
+                &ring,
+                index.take(),
+                None,
+            )
             .unwrap();
         entries.push(sealed.entry);
         index = Some(sealed.history);

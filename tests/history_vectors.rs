@@ -86,6 +86,7 @@ fn chain(n: u64, retained: u32, motto: impl Fn(u64) -> String) -> Chain {
                 signature: &sig,
                 accepted_at_ms: T0 + i * 60_000,
                 checked: None,
+                keys: None,
             },
             &key,
             &ring,

@@ -22,12 +22,20 @@ mod support;
 use base64::Engine as _;
 use jsonschema::{Draft, Registry, Validator};
 use self_capsule::core::bootstrap;
-use self_capsule::core::crypto::AgentKey;
+use self_capsule::core::crypto::{write_digest, AgentId, AgentKey};
+use self_capsule::core::history::{verify_export, Entry, ExportBundle, HistoryIndex, Keyring};
 use self_capsule::core::json::{parse_str, Json};
+use self_capsule::core::key_log::submit;
+use self_capsule::core::key_log::{
+    key_log_body, Change, Digest, KeyEvent, KeyLog, KeyState, LastGood, RotationAuthority,
+    Signatures, DEFAULT_WINDOW_SEC,
+};
 use self_capsule::core::limits::{TierTable, MAX_BODY_BYTES};
 use self_capsule::core::reason::ReasonCode;
 use self_capsule::core::urls;
-use self_capsule::core::write::{check, AcceptedBody, AgentState, Rejection, Signature};
+use self_capsule::core::write::{
+    check, AcceptedBody, AgentState, Candidate, Rejection, Signature, Terms,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -44,15 +52,20 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ("snapshot/{cursor}.json", READ_STATUSES, SNAPSHOT_CODES),
     ("verify.json", READ_STATUSES, READ_CODES),
     ("export.json", READ_STATUSES, READ_CODES),
+    // The agent's key log is read as head.json is (whoever may read its head).
+    ("keys.json", READ_STATUSES, READ_CODES),
     ("keys", KEYS_STATUSES, KEYS_CODES),
     ("watch", WATCH_STATUSES, WATCH_CODES),
 ];
 
-const READ_STATUSES: &[u16] = &[200, 304, 400, 401, 404, 503];
-const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 401, 404, 410, 503];
+// 403: key_rotated, a signed read by a key the reader's own key log rotated out.
+const READ_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 503];
+const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 410, 503];
 const KEYS_STATUSES: &[u16] = &[200, 304, 503];
-const WATCH_STATUSES: &[u16] = &[101, 400, 401, 426, 503];
-const PUT_STATUSES: &[u16] = &[200, 400, 401, 409, 413, 422, 429, 503];
+const WATCH_STATUSES: &[u16] = &[101, 400, 401, 403, 426, 503];
+const PUT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
+/// `POST keys.json` (a key event, with the envelope it may carry).
+const KEY_EVENT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
 const BOOTSTRAP_STATUSES: &[u16] = &[200, 400, 413, 503];
 const READ_CODES: &[&str] = &[
     "bad_agent_id",
@@ -61,6 +74,7 @@ const READ_CODES: &[&str] = &[
     "read_signature_invalid",
     "read_signature_expired",
     "read_signature_replayed",
+    "key_rotated",
 ];
 /// head.json: the reads' codes, and `bad_query` for a bad long-poll `wait`.
 const HEAD_CODES: &[&str] = &[
@@ -71,6 +85,7 @@ const HEAD_CODES: &[&str] = &[
     "read_signature_invalid",
     "read_signature_expired",
     "read_signature_replayed",
+    "key_rotated",
 ];
 /// The watch's answers before (or instead of) the upgrade: a private
 /// capsule's watch is never refused (§13), so no capsule_not_found.
@@ -81,11 +96,13 @@ const WATCH_CODES: &[&str] = &[
     "read_signature_invalid",
     "read_signature_expired",
     "read_signature_replayed",
+    "key_rotated",
 ];
 const HISTORY_CODES: &[&str] = &[
     "read_signature_invalid",
     "read_signature_expired",
     "read_signature_replayed",
+    "key_rotated",
     "bad_agent_id",
     "bad_query",
     "capsule_not_found",
@@ -96,6 +113,7 @@ const SNAPSHOT_CODES: &[&str] = &[
     "read_signature_invalid",
     "read_signature_expired",
     "read_signature_replayed",
+    "key_rotated",
     "bad_agent_id",
     "capsule_not_found",
     "snapshot_not_found",
@@ -171,6 +189,16 @@ const NOT_ON_PUT: &[&str] = &[
     "snapshot_not_found",
     "bad_query",
     "websocket_required",
+    // The key log's own codes answer only a key event (POST keys.json);
+    // key_rotated answers a PUT, a key event and signed reads.
+    "bad_key_event",
+    "key_event_stale",
+    "rotation_not_committed",
+    "recovery_window_closed",
+    "recommit_pending",
+    "key_reused",
+    "commitment_reused",
+    "key_log_full",
     // The upgrade's codes answer only quote and claim.
     "bad_upgrade_request",
     "unsupported_plan",
@@ -194,6 +222,21 @@ const NOT_ON_PUT: &[&str] = &[
     "payment_already_claimed",
     "payment_provider_unavailable",
     "upgrades_not_configured",
+];
+
+/// The PUT codes a key event never gets: it is exempt from the write quota
+/// and the cooldown (its envelope is checked as a PUT's otherwise).
+const NOT_ON_KEY_EVENT: &[&str] = &["write_quota_exceeded", "cooldown_active"];
+/// The codes only a key event gets (besides every PUT code not above).
+const KEY_EVENT_ONLY: &[&str] = &[
+    "bad_key_event",
+    "key_event_stale",
+    "rotation_not_committed",
+    "recovery_window_closed",
+    "recommit_pending",
+    "key_reused",
+    "commitment_reused",
+    "key_log_full",
 ];
 
 const T0: u64 = 1_770_681_600_000; // 2026-02-10T00:00:00Z
@@ -385,7 +428,10 @@ fn check_operation(
                 "{what} {status}: Retry-After"
             );
         }
-        if [200, 304].contains(status) && what.contains(".json") && !what.starts_with("put") {
+        // Reads of documents carry their entity tag; writes (PUT capsule.json,
+        // POST keys.json) answer no-store bodies without one.
+        let read = what.starts_with("get ") || what.starts_with("head ");
+        if [200, 304].contains(status) && what.contains(".json") && read {
             assert!(headers.contains("ETag"), "{what} {status}: ETag");
         }
         if *status == 204 {
@@ -405,27 +451,35 @@ fn check_operation(
     codes
 }
 
-fn not_served_yet() -> BTreeSet<String> {
-    self_capsule::core::reason::NOT_SERVED_YET
+fn set(codes: &[&str]) -> BTreeSet<String> {
+    codes.iter().map(|c| c.to_string()).collect()
+}
+
+/// Every code a PUT to capsule.json can get.
+fn put_codes() -> BTreeSet<String> {
+    ReasonCode::ALL
         .iter()
         .map(|c| c.as_str().to_owned())
+        .filter(|c| !NOT_ON_PUT.contains(&c.as_str()))
         .collect()
 }
 
-fn set(codes: &[&str]) -> BTreeSet<String> {
-    codes.iter().map(|c| c.to_string()).collect()
+/// Every code a POST to keys.json can get: a PUT's (its envelope is checked
+/// as one), less the quota and cooldown, and the key log's own.
+fn key_event_codes() -> BTreeSet<String> {
+    put_codes()
+        .into_iter()
+        .filter(|c| !NOT_ON_KEY_EVENT.contains(&c.as_str()))
+        .chain(set(KEY_EVENT_ONLY))
+        .collect()
 }
 
 #[test]
 fn every_operation_lists_the_statuses_and_codes_the_service_can_return() {
     let doc = openapi();
-    let put_codes: BTreeSet<String> = ReasonCode::ALL
-        .iter()
-        .map(|c| c.as_str().to_owned())
-        .filter(|c| !NOT_ON_PUT.contains(&c.as_str()) && !not_served_yet().contains(c))
-        .collect();
-    // Codes no route answers yet are listed by no operation (core::reason::NOT_SERVED_YET).
-    let mut seen: BTreeSet<String> = not_served_yet();
+    let put_codes = put_codes();
+    let key_event_codes = key_event_codes();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for m in METHODS {
             let Some(op) = item.get(*m) else { continue };
@@ -439,6 +493,9 @@ fn every_operation_lists_the_statuses_and_codes_the_service_can_return() {
                     check_operation(&doc, &what, op, statuses, &set(codes))
                 }
                 "put" => check_operation(&doc, &what, op, PUT_STATUSES, &put_codes),
+                "post" if path.ends_with("/keys.json") => {
+                    check_operation(&doc, &what, op, KEY_EVENT_STATUSES, &key_event_codes)
+                }
                 "post" => {
                     let (_, statuses, codes) = POST_ANSWERS
                         .iter()
@@ -549,6 +606,7 @@ fn every_ref_resolves_to_a_file_in_schemas() {
         "verify.schema.json",
         "export.schema.json",
         "keys.schema.json",
+        "key_log.schema.json",
     ] {
         assert!(external.contains(f), "openapi.json does not reference {f}");
     }
@@ -734,7 +792,14 @@ fn envelope(k: &AgentKey, seq: u64, capsule: &Json) -> Vec<u8> {
 /// One PUT through the core, as the agent's Durable Object runs it.
 fn put(s: &mut AgentState, k: &AgentKey, body: &[u8], now: u64) -> Result<AcceptedBody, Rejection> {
     let tiers = TierTable::default();
-    match check(s, body, &k.agent_id(), now, &tiers, Signature::Verify) {
+    match check(
+        s,
+        body,
+        &k.agent_id(),
+        now,
+        &tiers,
+        &Terms::genesis(Signature::Verify),
+    ) {
         Ok(c) => Ok(s.commit(c, now, &tiers).1),
         Err(r) => {
             s.note_rejection(&r, now);
@@ -1131,5 +1196,596 @@ fn the_mcp_operation_states_the_services_own_limits_and_headers() {
         .unwrap();
     for v in SUPPORTED_VERSIONS {
         assert!(post.contains(v), "/mcp names version {v}");
+    }
+}
+
+// ---------------------------------------------------------------- key log
+
+/// A signed event at the end of `log` (`stale`: one place back), made
+/// current by `current`, committing `next`: an inception at index 0, a
+/// next-key rotation revealing `revealed` (disputing the writes after
+/// `disputes_after`, if given), else a recommit.
+fn key_event(
+    agent: &AgentId,
+    log: &KeyLog,
+    current: &AgentKey,
+    revealed: Option<&AgentKey>,
+    next: &AgentKey,
+    stale: bool,
+    disputes_after: Option<LastGood>,
+) -> Value {
+    let records = log.records();
+    let at = records.len() - usize::from(stale);
+    let change = match revealed {
+        None if at == 0 => Change::Inception {
+            recovery_window_sec: DEFAULT_WINDOW_SEC,
+        },
+        None => Change::Recommit,
+        Some(r) => Change::Rotation {
+            authority: RotationAuthority::Next,
+            revealed_key: r.public_key(),
+            supersedes: None,
+            disputes_after,
+        },
+    };
+    let ev = KeyEvent {
+        agent_id: agent.clone(),
+        index: at as u64,
+        previous_hash: at.checked_sub(1).map(|i| records[i].seal.hash.clone()),
+        public_key: current.public_key(),
+        next_key_digest: Digest::of_key(&next.public_key()),
+        recovery_key_digest: None,
+        change,
+        signatures: Signatures {
+            revealed: None,
+            public: [0; 64],
+        },
+    };
+    to_value(&ev.sign(current, revealed).to_json())
+}
+
+/// The next-key rotation of an agent whose current key leaked
+/// (docs/PROTOCOL.md section 14): the owner's last good write is seq 1, a thief
+/// wrote seq 2 with the leaked key, and the owner rotates with
+/// `disputes_after` and its own seq 2. The sealed history then reports the
+/// thief's version disputed, and the export carries the key log.
+#[test]
+fn disputed_versions_and_exported_key_logs_validate() {
+    let (k0, k1, k2) = (key(31), key(32), key(33));
+    let service = key(98);
+    let ring = Keyring::new(Some(&service.public_key()), &[]);
+    // Retain every version, the thief's included.
+    let mut tiers = TierTable::default();
+    tiers.free.history_retained = 8;
+    let tiers = tiers;
+    let agent = k0.agent_id();
+    let hour = 3_600_000;
+    let mut state = AgentState::default();
+    let mut index: Option<HistoryIndex> = None;
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut log = KeyLog::empty(agent.clone());
+    // Commits a write as the agent's object does: sealed into the history.
+    let seal = |state: &mut AgentState,
+                (index, entries): (&mut Option<HistoryIndex>, &mut Vec<Entry>),
+                c: Candidate,
+                now: u64,
+                keys: Option<&KeyState>| {
+        let sealed = state
+            .commit_sealed(c, now, &tiers, &service, &ring, index.take(), keys)
+            .unwrap();
+        entries.push(sealed.entry);
+        *index = Some(sealed.history);
+    };
+    let write = |state: &AgentState, log: &KeyLog, signer: &AgentKey, seq: u64, now: u64| {
+        let terms = Terms {
+            signature: Signature::Verify,
+            keys: log.state(),
+            with_key_event: None,
+        };
+        let body = envelope_as(signer, &agent, seq, &capsule_for(&k0, &format!("v{seq}")));
+        check(state, &body, &agent, now, &tiers, &terms).unwrap()
+    };
+    let decide = |state: &AgentState,
+                  log: &KeyLog,
+                  index: Option<&HistoryIndex>,
+                  event: &Value,
+                  envelope: Option<Vec<u8>>,
+                  now: u64| {
+        let post = submit::parse_body(&key_post(event, envelope)).unwrap();
+        let cx = submit::Context {
+            agent: &agent,
+            state,
+            log,
+            history: index,
+            other_agent: false,
+            now_ms: now,
+            tiers: &tiers,
+            key: &service,
+        };
+        match submit::decide(&post, &cx).unwrap() {
+            submit::Decided::New {
+                record,
+                state,
+                write,
+            } => (*record, *state, write),
+            submit::Decided::Again { .. } => panic!("applied already"),
+        }
+    };
+
+    // The owner's seq 1, then its inception (the genesis key stays current).
+    let c = write(&state, &log, &k0, 1, T0);
+    seal(&mut state, (&mut index, &mut entries), c, T0, None);
+    let now = T0 + hour;
+    let inception = key_event(&agent, &log, &k0, None, &k1, false, None);
+    let (record, ks, _) = decide(&state, &log, index.as_ref(), &inception, None, now);
+    log.push(record, ks.clone());
+    state.keys = Some(ks.summary(now));
+    // The thief's seq 2 with the leaked genesis key.
+    let now = T0 + 2 * hour;
+    let c = write(&state, &log, &k0, 2, now);
+    seal(&mut state, (&mut index, &mut entries), c, now, log.state());
+    // The owner rotates to the committed next key, disputing what followed
+    // its seq 1, and writes its own seq 2 with the new key.
+    let now = T0 + 3 * hour;
+    let last_good = LastGood {
+        seq: 1,
+        cursor: entries[0].cursor.clone(),
+    };
+    let rotation = key_event(&agent, &log, &k1, Some(&k1), &k2, false, Some(last_good));
+    let envelope = envelope_as(&k1, &agent, 2, &capsule_for(&k0, "owner again"));
+    let (record, ks, c) = decide(&state, &log, index.as_ref(), &rotation, Some(envelope), now);
+    log.push(record, ks.clone());
+    state.keys = Some(ks.summary(now));
+    let c = *c.expect("the envelope's write");
+    seal(&mut state, (&mut index, &mut entries), c, now, Some(&ks));
+
+    let index = index.unwrap();
+    assert_eq!(index.report.disputed, [1], "the thief's version");
+    assert_eq!(state.keys.as_ref().unwrap().disputed, 1);
+    let verify = validator_for_file("verify.schema.json");
+    let doc = openapi();
+    let served = |route: &str| {
+        let r = doc["paths"][format!("/self/{{agent_id}}/{route}")]["get"]["responses"]["200"]
+            ["$ref"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches('#')
+            .to_owned();
+        openapi_validator(&format!("{r}/content/application~1json/schema"))
+    };
+    let report = to_value(&index.report);
+    assert_valid(&verify, &report, "verify.json with disputed");
+    assert_valid(&served("verify.json"), &report, "verify.json (openapi)");
+    let bundle = ExportBundle::new(&index, &entries, &ring).with_key_log(log.records_json());
+    let bundle = to_value(&bundle);
+    assert_eq!(bundle["key_log"].as_array().unwrap().len(), 2);
+    assert_valid(
+        &validator_for_file("export.schema.json"),
+        &bundle,
+        "export.json with key_log",
+    );
+    assert_valid(&served("export.json"), &bundle, "export.json (openapi)");
+    let offline = verify_export(&parse_str(&bundle.to_string()).unwrap());
+    assert!(offline.valid, "{offline:?}");
+    assert_eq!(offline.disputed, [1]);
+    assert_valid(&verify, &to_value(&offline), "verify_export's report");
+    // head.json: the summary counts the disputed key, the ETag names the log.
+    let record = state.record(&agent, &tiers, now).unwrap();
+    assert_valid(
+        &validator_for_file("head.schema.json"),
+        &to_value(&record.head(now, &tiers)),
+        "head after a disputing rotation",
+    );
+    assert!(index.etag().ends_with("-k2"));
+    let etag = openapi_validator("/components/headers/ETagChainHead/schema");
+    assert_valid(&etag, &json!(format!("\"{}\"", index.etag())), "chain ETag");
+}
+
+/// One key log in the making: an agent's state and log, submitted to as
+/// the agent's Durable Object does (`core::key_log::submit`).
+struct KeyAgent {
+    state: AgentState,
+    log: KeyLog,
+    genesis: AgentKey,
+    service: AgentKey,
+}
+
+impl KeyAgent {
+    /// An agent that published its first capsule (seq 1) at T0, with no log.
+    fn published(genesis: AgentKey) -> KeyAgent {
+        let mut state = AgentState::default();
+        put(
+            &mut state,
+            &genesis,
+            &envelope(&genesis, 1, &capsule_for(&genesis, "first")),
+            T0,
+        )
+        .unwrap();
+        KeyAgent {
+            state,
+            log: KeyLog::empty(genesis.agent_id()),
+            genesis,
+            service: key(99),
+        }
+    }
+
+    fn agent(&self) -> AgentId {
+        self.genesis.agent_id()
+    }
+
+    /// A signed event at the log's end (`stale`: one place back): see
+    /// [`key_event`].
+    fn event(
+        &self,
+        current: &AgentKey,
+        revealed: Option<&AgentKey>,
+        next: &AgentKey,
+        stale: bool,
+    ) -> Value {
+        key_event(
+            &self.agent(),
+            &self.log,
+            current,
+            revealed,
+            next,
+            stale,
+            None,
+        )
+    }
+
+    /// `POST keys.json` with `body`: the 200 body as the agent's object
+    /// answers it (`KeyEventAnswer` in src/worker/objects/agent/key_events.rs)
+    /// and commits it, or the refusal (which changes nothing).
+    fn submit(&mut self, body: &[u8], now: u64) -> Result<Value, Rejection> {
+        let agent = self.agent();
+        let tiers = TierTable::default();
+        submit::precheck(body, &agent)?;
+        let post = submit::parse_body(body)?;
+        let decided = submit::decide(
+            &post,
+            &submit::Context {
+                agent: &agent,
+                state: &self.state,
+                log: &self.log,
+                history: None,
+                other_agent: false,
+                now_ms: now,
+                tiers: &tiers,
+                key: &self.service,
+            },
+        )?;
+        match decided {
+            submit::Decided::Again { index } => Ok(json!({
+                "accepted": true,
+                "applied": "already_applied",
+                "index": index,
+                "keys": to_value(&self.state.keys),
+            })),
+            submit::Decided::New {
+                record,
+                state,
+                write,
+            } => {
+                self.log.push((*record).clone(), (*state).clone());
+                self.state.keys = Some(state.summary(now));
+                let mut answer = json!({
+                    "accepted": true,
+                    "applied": "new",
+                    "index": self.log.records().len() - 1,
+                    "keys": to_value(&self.state.keys),
+                    "record": to_value(&*record),
+                });
+                if let Some(c) = write {
+                    answer["write"] = to_value(&self.state.commit(*c, now, &tiers).1);
+                }
+                Ok(answer)
+            }
+        }
+    }
+
+    /// The body of `GET keys.json` at `now`.
+    fn key_log_body(&self, now: u64) -> Value {
+        let keys = self.state.keys.as_ref().map(|k| k.as_of(now));
+        let records = match keys {
+            Some(_) => self.log.stored_text(),
+            None => "[]".to_owned(),
+        };
+        serde_json::from_str(&key_log_body(&self.agent(), keys.as_ref(), &records)).unwrap()
+    }
+}
+
+/// A PUT envelope for `agent` signed by `signer` (after a rotation, a key
+/// other than the agent's genesis key), as `AgentKey::sign_envelope` builds.
+fn envelope_as(signer: &AgentKey, agent: &AgentId, seq: u64, capsule: &Json) -> Vec<u8> {
+    let signature = signer.sign(&write_digest(agent, seq, capsule));
+    let e = Json::Object(vec![
+        ("agent_id".into(), Json::from(agent.as_str())),
+        (
+            "public_key".into(),
+            Json::from(signer.public_key().to_hex()),
+        ),
+        ("seq".into(), Json::from(seq)),
+        ("signature_alg".into(), Json::from("ed25519")),
+        ("signature".into(), Json::from(hex::encode(signature))),
+        ("capsule".into(), capsule.clone()),
+    ]);
+    serde_json::to_vec(&e).unwrap()
+}
+
+fn key_post(event: &Value, envelope: Option<Vec<u8>>) -> Vec<u8> {
+    let mut body = json!({ "event": event });
+    if let Some(e) = envelope {
+        body["envelope"] = serde_json::from_slice(&e).unwrap();
+    }
+    serde_json::to_vec(&body).unwrap()
+}
+
+const KEY_LOG_PATH: &str = "/self/{agent_id}/keys.json";
+
+/// The schema of `status` on `method` of keys.json.
+fn key_log_validator(method: &str, status: u16) -> Validator {
+    let doc = openapi();
+    let r = doc["paths"][KEY_LOG_PATH][method]["responses"][status.to_string()]["$ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{method} keys.json: no {status}"))
+        .trim_start_matches('#')
+        .to_owned();
+    openapi_validator(&format!("{r}/content/application~1json/schema"))
+}
+
+#[test]
+fn key_log_bodies_from_the_core_validate() {
+    let (k0, k1, k2, k3) = (key(21), key(22), key(23), key(24));
+    let mut a = KeyAgent::published(key(21));
+    let hour = 3_600_000;
+    let ok = key_log_validator("post", 200);
+    let request = openapi_validator(&format!(
+        "/paths/{}/post/requestBody/content/application~1json/schema",
+        KEY_LOG_PATH.replace('/', "~1")
+    ));
+    let get_ok = key_log_validator("get", 200);
+    let file = validator_for_file("key_log.schema.json");
+
+    // Before any event: keys null, no records.
+    let empty = a.key_log_body(T0);
+    assert_eq!(
+        (&empty["keys"], &empty["records"]),
+        (&Value::Null, &json!([]))
+    );
+    assert_valid(&get_ok, &empty, "keys.json without a log");
+
+    // Inception, the same bytes again, then a rotation carrying a write.
+    let inception = key_post(&a.event(&k0, None, &k1, false), None);
+    for (what, body, now, applied) in [
+        ("inception", &inception, T0 + hour, "new"),
+        (
+            "inception again",
+            &inception,
+            T0 + 2 * hour,
+            "already_applied",
+        ),
+    ] {
+        let v: Value = serde_json::from_slice(body).unwrap();
+        assert_valid(&request, &v, &format!("{what}: request"));
+        let answer = a.submit(body, now).unwrap();
+        assert_eq!(answer["applied"], applied, "{what}");
+        assert_valid(&ok, &answer, what);
+    }
+    // The next key rotates in, its first write committed with it.
+    let rotation = key_post(
+        &a.event(&k1, Some(&k1), &k2, false),
+        Some(envelope_as(
+            &k1,
+            &a.agent(),
+            2,
+            &capsule_for(&k0, "rotated"),
+        )),
+    );
+    assert_valid(
+        &request,
+        &serde_json::from_slice(&rotation).unwrap(),
+        "rotation: request",
+    );
+    let answer = a.submit(&rotation, T0 + 3 * hour).unwrap();
+    assert!(answer["write"]["accepted"] == true && answer["record"].is_object());
+    assert_valid(&ok, &answer, "rotation with a write");
+
+    // What the reads serve now.
+    let now = T0 + 4 * hour;
+    let body = a.key_log_body(now);
+    assert_eq!(body["records"].as_array().unwrap().len(), 2);
+    assert_valid(&get_ok, &body, "keys.json");
+    assert_valid(&file, &body, "keys.json (key_log.schema.json)");
+    // The schemas are strict: a stray member, or a record without its seal, fails.
+    let mut stray = body.clone();
+    stray["extra"] = json!(1);
+    assert!(!errors(&get_ok, &stray).is_empty());
+    let mut unsealed = body.clone();
+    unsealed["records"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("service_signature");
+    assert!(!errors(&file, &unsealed).is_empty());
+    let tiers = TierTable::default();
+    let record = a.state.record(&a.agent(), &tiers, now).unwrap();
+    let head = to_value(&record.head(now, &tiers));
+    assert_eq!(head["keys"]["public_key"], k1.public_key().to_hex());
+    assert_valid(
+        &validator_for_file("head.schema.json"),
+        &head,
+        "head with keys",
+    );
+    let etag = openapi_validator("/components/headers/ETagHead/schema");
+    assert_valid(
+        &etag,
+        &json!(format!("\"{}\"", record.head_etag())),
+        "head ETag",
+    );
+    assert!(record.head_etag().ends_with("-k2"));
+
+    // Refusals, each answered under its documented status with its schema.
+    let doc = openapi();
+    let post = &doc["paths"][KEY_LOG_PATH]["post"];
+    let responses = statuses(&doc, post);
+    let later = T0 + 5 * hour;
+    let mut forged = a.event(&k2, Some(&k2), &k3, false);
+    forged["signatures"]["public"] = json!(hex::encode(k3.sign(b"something else")));
+    let mut unknown = capsule_for(&k0, "x");
+    if let Json::Object(e) = &mut unknown {
+        e.push(("colour".into(), Json::from("blue")));
+    }
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("invalid_json", b"{\"event\":{},\"event\":{}}".to_vec()),
+        (
+            "bad_key_event",
+            br#"{"event":{"v":"selfcap-keys/1"}}"#.to_vec(),
+        ),
+        ("bad_signature", key_post(&forged, None)),
+        (
+            "payload_too_large",
+            vec![b' '; submit::MAX_KEYS_BODY_BYTES + 1],
+        ),
+        (
+            "key_event_stale",
+            key_post(&a.event(&k2, Some(&k2), &k3, true), None),
+        ),
+        (
+            "rotation_not_committed",
+            key_post(&a.event(&k3, Some(&k3), &k0, false), None),
+        ),
+        (
+            "key_rotated",
+            key_post(
+                &a.event(&k2, Some(&k2), &k3, false),
+                Some(envelope_as(
+                    &k1,
+                    &a.agent(),
+                    3,
+                    &capsule_for(&k0, "old key"),
+                )),
+            ),
+        ),
+        (
+            "replay_seq",
+            key_post(
+                &a.event(&k2, Some(&k2), &k3, false),
+                Some(envelope_as(&k2, &a.agent(), 2, &capsule_for(&k0, "again"))),
+            ),
+        ),
+        (
+            "unknown_field",
+            key_post(
+                &a.event(&k2, Some(&k2), &k3, false),
+                Some(envelope_as(&k2, &a.agent(), 3, &unknown)),
+            ),
+        ),
+        (
+            "commitment_reused",
+            key_post(&a.event(&k2, Some(&k2), &k0, false), None),
+        ),
+        (
+            "key_reused",
+            key_post(&a.event(&k0, Some(&k2), &k3, false), None),
+        ),
+    ];
+    let error_schema = validator_for_file("error.schema.json");
+    let mut statuses_seen = BTreeSet::new();
+    for (what, body) in &cases {
+        let rej = a.submit(body, later).unwrap_err();
+        assert_eq!(
+            rej.reason_codes.first().map(|c| c.as_str()),
+            Some(*what),
+            "{what}: {}",
+            rej.detail
+        );
+        let status = rej.status();
+        let v = to_value(&rej);
+        assert_valid(&error_schema, &v, what);
+        let resp = responses
+            .get(&status)
+            .unwrap_or_else(|| panic!("{what}: {status} not documented on POST keys.json"));
+        for c in &rej.reason_codes {
+            assert!(
+                reason_codes_of(resp).contains(&c.as_str().to_owned()),
+                "{what}: {c} not listed under {status}"
+            );
+        }
+        assert_valid(
+            &key_log_validator("post", status),
+            &v,
+            &format!("{what} (openapi POST keys.json {status})"),
+        );
+        statuses_seen.insert(status);
+    }
+    assert_eq!(
+        statuses_seen,
+        [400, 401, 403, 409, 413, 422].into_iter().collect(),
+        "statuses exercised"
+    );
+    // Nothing refused was stored.
+    assert_eq!(a.log.records().len(), 2);
+
+    // A PUT signed by the rotated-out key: 403 key_rotated.
+    let rej = check(
+        &a.state,
+        &envelope(&k0, 9, &capsule_for(&k0, "thief")),
+        &a.agent(),
+        later,
+        &tiers,
+        &Terms {
+            signature: Signature::Verify,
+            keys: a.log.state(),
+            with_key_event: None,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(rej.reason_codes, [ReasonCode::KeyRotated]);
+    assert_eq!(rej.status(), 403);
+    assert_valid(&put_validator(403), &to_value(&rej), "PUT key_rotated");
+}
+
+/// The conformance vectors' outcomes are the statuses and codes documented
+/// on POST keys.json, and their sealed logs and summaries are what keys.json
+/// and head.json are documented to hold.
+#[test]
+fn key_log_vectors_match_the_documented_answers() {
+    let doc = openapi();
+    let responses = statuses(&doc, &doc["paths"][KEY_LOG_PATH]["post"]);
+    let get_ok = key_log_validator("get", 200);
+    let event = openapi_validator("/components/schemas/KeyEvent");
+    let dir = root().join("tests/vectors/keys");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "verifier.json")
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "only {} key vectors", files.len());
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (n, step) in v["steps"].as_array().unwrap().iter().enumerate() {
+            let status = step["expect"]["status"].as_u64().unwrap() as u16;
+            let resp = responses
+                .get(&status)
+                .unwrap_or_else(|| panic!("{name} step {n}: {status} not documented"));
+            match step["expect"]["reason_code"].as_str() {
+                None => {
+                    assert_eq!(status, 200, "{name} step {n}");
+                    assert_valid(&event, &step["event"], &format!("{name} step {n}: event"));
+                }
+                Some(code) => assert!(
+                    reason_codes_of(resp).contains(&code.to_owned()),
+                    "{name} step {n}: {code} not listed under {status}"
+                ),
+            }
+        }
+        let body = json!({
+            "agent_id": v["agent_id"],
+            "v": "selfcap-keys/1",
+            "keys": v["keys"],
+            "records": v["log"],
+        });
+        assert_valid(&get_ok, &body, &format!("{name}: log and keys"));
     }
 }

@@ -14,7 +14,7 @@ use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::time::is_timestamp;
 use self_capsule::core::validate::validate_capsule;
-use self_capsule::core::write::{check, AgentState, Signature};
+use self_capsule::core::write::{check, AgentState, Signature, Terms};
 use serde_json::{json, Value};
 use support::schemas::validator;
 
@@ -313,7 +313,7 @@ fn real_bodies_match_their_schemas() {
             &agent,
             1_770_681_600_000,
             &tiers,
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         ) {
             Err(r) => {
                 let v = serde_json::to_value(&r).unwrap();

@@ -20,7 +20,7 @@ use self_capsule::core::json::{parse_str, Json};
 use self_capsule::core::limits::TierTable;
 use self_capsule::core::safety;
 use self_capsule::core::validate::{self, validate_capsule};
-use self_capsule::core::write::{check, AgentState, Published, Signature};
+use self_capsule::core::write::{check, AgentState, Published, Signature, Terms};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use support::generated::check_or_write;
@@ -1182,7 +1182,7 @@ fn envelope_vectors() {
             &agent,
             NOW_MS,
             &TierTable::default(),
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         );
         let (status, codes): (u16, Vec<String>) = match got {
             Ok(_) => (200, vec![]),

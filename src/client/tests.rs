@@ -138,7 +138,7 @@ impl Service {
                     &agent,
                     NOW,
                     &self.tiers,
-                    core_write::Signature::Verify,
+                    &core_write::Terms::genesis(core_write::Signature::Verify),
                 ) {
                     Ok(c) => {
                         let (_, accepted) = self.state.commit(c, NOW, &self.tiers);

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// The scope a document needs.
 pub fn scope_of(doc: &Doc<'_>) -> ReadScope {
     match doc {
-        Doc::Head => ReadScope::Head,
+        // The key log says which key speaks for the agent: whoever may
+        // read its head may read it.
+        Doc::Head | Doc::KeyLog => ReadScope::Head,
         Doc::Capsule => ReadScope::Capsule,
         Doc::History | Doc::Snapshot(_) | Doc::Export => ReadScope::History,
         Doc::Verify => ReadScope::Verify,

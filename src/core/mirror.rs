@@ -26,7 +26,8 @@
 
 use crate::core::crypto::AgentId;
 use crate::core::record::{
-    entry_kv_key, history_kv_key, kv_key, ENTRY_KV_PREFIX, RECORD_KV_PREFIX,
+    entry_kv_key, history_kv_key, key_log_kv_key, kv_key, ENTRY_KV_PREFIX, KEY_LOG_KV_PREFIX,
+    RECORD_KV_PREFIX,
 };
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +91,33 @@ impl Mirror {
         for p in c.pruned {
             self.push(entry_kv_key(c.agent, *p), None);
         }
+    }
+
+    /// Adds a key event's puts: the key log (keys.json), then, if the
+    /// agent has published, the record whose head.json summarises it, and
+    /// the history index when the event disputed versions (its report
+    /// lists them).
+    pub fn push_key_event(
+        &mut self,
+        agent: &AgentId,
+        log: &str,
+        record: Option<&str>,
+        index: Option<&str>,
+    ) {
+        self.failures = 0;
+        self.push(key_log_kv_key(agent), Some(log));
+        if let Some(index) = index {
+            self.push(history_kv_key(agent), Some(index));
+        }
+        if let Some(record) = record {
+            self.push(kv_key(agent), Some(record));
+        }
+    }
+
+    /// Adds a put of the key log alone (before a commit that carries the
+    /// rest: an event with its envelope).
+    pub fn push_key_log(&mut self, agent: &AgentId, log: &str) {
+        self.push(key_log_kv_key(agent), Some(log));
     }
 
     /// Adds a put of the published record alone (a change that is not a
@@ -194,7 +222,10 @@ impl MirrorOp {
         match &self.value {
             None if self.unnamed => Stage::Entries,
             None => Stage::Deletes,
+            // The key log lands before the record whose head.json names
+            // its length, as an entry lands before the index naming it.
             Some(_) if self.key.starts_with(ENTRY_KV_PREFIX) => Stage::Entries,
+            Some(_) if self.key.starts_with(KEY_LOG_KV_PREFIX) => Stage::Entries,
             Some(_) => Stage::Heads,
         }
     }

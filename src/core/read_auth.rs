@@ -18,10 +18,12 @@
 //! - `nonce` required, 8 to 128 characters, single use per `keyid` while
 //!   the signature could still be accepted;
 //! - `alg` absent or `ed25519`;
-//! - the key: the `Self-Public-Key` request header (64 hex), whose SHA-256
-//!   must be the `keyid` (the agent id is the hash of its key, so nothing
-//!   needs registering first), and which passes the key checks of every
-//!   other door ([`PublicKey::from_bytes`]: canonical, not of small order);
+//! - the key: the `Self-Public-Key` request header (64 hex), which passes
+//!   the key checks of every other door ([`PublicKey::from_bytes`]:
+//!   canonical, not of small order), and must be the reader's current key:
+//!   its genesis key (SHA-256 = `keyid`, nothing to register) while it has
+//!   no key log, else the key its log made current (docs/PROTOCOL.md §14;
+//!   [`standing`] decides from the reader's summary, which the Worker reads);
 //! - the Ed25519 check is [`PublicKey::verify`] (`verify_strict`) over the
 //!   signature base the library builds, not the library's own looser one.
 
@@ -74,6 +76,9 @@ pub fn carries_signature(header: &dyn Fn(&str) -> Option<String>) -> bool {
 pub struct Reader {
     /// The signer's agent id (`keyid`).
     pub agent_id: AgentId,
+    /// The key that signed (`Self-Public-Key`); whether it speaks for
+    /// `agent_id` now is [`standing`]'s question.
+    pub key: PublicKey,
     /// The signature's nonce: refuse it if seen for this reader before
     /// [`Reader::replay_until_s`].
     pub nonce: String,
@@ -207,9 +212,6 @@ pub fn verify(req: &SignedRead<'_>, now_s: u64) -> Result<Reader, ReadAuthError>
     // The key checks every door applies (canonical encoding, a curve point,
     // not of small order): a weak key would let anyone "sign" as its id.
     let key = PublicKey::from_bytes(&pk).map_err(|e| invalid(format!("Self-Public-Key: {e}")))?;
-    if key.agent_id() != agent_id {
-        return Err(invalid("keyid is not the SHA-256 of Self-Public-Key"));
-    }
     // RFC 9421 builds the base; the Ed25519 check is ours, strict like every
     // other (the library's own check is not: it takes small-order R).
     let (base, _) = v
@@ -230,10 +232,41 @@ pub fn verify(req: &SignedRead<'_>, now_s: u64) -> Result<Reader, ReadAuthError>
     }
     Ok(Reader {
         agent_id,
+        key,
         nonce,
         created_s,
         replay_until_s: created_s.saturating_add(MAX_AGE_S),
     })
+}
+
+/// Whether a verified signature's key speaks for its `keyid` now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The reader's current key: its genesis key without a key log, or the
+    /// key its log made current.
+    Current,
+    /// Its genesis key, rotated out by its key log (`key_rotated`).
+    Rotated,
+    /// Not its genesis key and not its current one: an earlier key of the
+    /// reader if its log names it (`key_rotated`), else none of its keys
+    /// (`read_signature_invalid`). Only the log can tell.
+    AskTheLog,
+    /// Not its genesis key, and it has no key log: none of its keys.
+    Foreign,
+}
+
+/// Where `reader`'s key stands, given the current key of `keyid`'s key log
+/// (`current`, lowercase hex, from its head.json summary; `None`: it has no
+/// log).
+pub fn standing(reader: &Reader, current: Option<&str>) -> Standing {
+    let genesis = reader.key.agent_id() == reader.agent_id;
+    match current {
+        None if genesis => Standing::Current,
+        None => Standing::Foreign,
+        Some(c) if c == reader.key.to_hex() => Standing::Current,
+        Some(_) if genesis => Standing::Rotated,
+        Some(_) => Standing::AskTheLog,
+    }
 }
 
 /// Most nonces one reader may have live at once (one signed read a second,

@@ -177,23 +177,6 @@ reason_codes! {
     Unavailable => "service_unavailable", 503, Server, "Retry after retry_after_sec with capped exponential backoff.";
 }
 
-/// Codes the core decides but no route answers yet: the key log's
-/// (`docs/PROTOCOL.md` §14; its routes and `key_rotated` on writes come with
-/// the Worker's part). The tests that demand every code be served
-/// (`tests/openapi.rs`, `tests/e2e/coverage.test.mjs`) skip these, and only
-/// these, until then; the list goes when they are served.
-pub const NOT_SERVED_YET: &[ReasonCode] = &[
-    ReasonCode::KeyRotated,
-    ReasonCode::BadKeyEvent,
-    ReasonCode::KeyEventStale,
-    ReasonCode::RotationNotCommitted,
-    ReasonCode::RecoveryWindowClosed,
-    ReasonCode::RecommitPending,
-    ReasonCode::KeyReused,
-    ReasonCode::CommitmentReused,
-    ReasonCode::KeyLogFull,
-];
-
 impl fmt::Display for ReasonCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

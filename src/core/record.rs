@@ -4,6 +4,7 @@
 use crate::core::crypto::AgentId;
 use crate::core::jcs;
 use crate::core::json::Json;
+use crate::core::key_log::KeysSummary;
 use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC};
 use crate::core::quota::{Usage, Window};
 use crate::core::time::rfc3339;
@@ -25,12 +26,29 @@ pub fn history_kv_key(agent_id: &AgentId) -> String {
     format!("self:history:{agent_id}")
 }
 
+/// Every agent's key log's KV key starts with this.
+pub const KEY_LOG_KV_PREFIX: &str = "self:keys:";
+
+/// KV key of an agent's key log (keys.json, docs/PROTOCOL.md §14).
+pub fn key_log_kv_key(agent_id: &AgentId) -> String {
+    format!("{KEY_LOG_KV_PREFIX}{agent_id}")
+}
+
 /// Every history entry's KV key starts with this.
 pub const ENTRY_KV_PREFIX: &str = "self:entry:";
 
 /// KV key of one retained history entry (its stored text).
 pub fn entry_kv_key(agent_id: &AgentId, sequence: u64) -> String {
     format!("{ENTRY_KV_PREFIX}{agent_id}:{sequence:016}")
+}
+
+/// head.json's ETag value from the cursor's hex and the key log's length
+/// (`None`: no key log). See [`Record::head_etag`].
+pub fn head_etag(cursor_hex: &str, key_log_length: Option<u64>) -> String {
+    match key_log_length {
+        None => cursor_hex.to_owned(),
+        Some(n) => format!("{cursor_hex}-k{n}"),
+    }
 }
 
 /// The KV mirror of an agent's last accepted write.
@@ -56,6 +74,10 @@ pub struct Record {
     /// Paid time per plan: head.json shows the tier in force when read.
     #[serde(default, skip_serializing_if = "Entitlement::is_empty")]
     pub paid: Entitlement,
+    /// The key log's summary (docs/PROTOCOL.md §14); absent for an agent
+    /// without one, whose bytes stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeysSummary>,
 }
 
 /// The quota window as of the last write; head.json re-evaluates it at read
@@ -130,6 +152,10 @@ pub struct Head {
     /// When that tier's paid time ends, RFC 3339 UTC; `null` on free.
     #[serde(default)]
     pub paid_until: Option<String>,
+    /// The key log's summary, for an agent that has one (§14): a reader
+    /// notices a rotation here, and the entity tag changes with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeysSummary>,
 }
 
 impl Record {
@@ -155,6 +181,7 @@ impl Record {
                 .into(),
             tier,
             paid_until: self.paid.paid_until(now_ms).map(rfc3339),
+            keys: self.keys.as_ref().map(|k| k.as_of(now_ms)),
         }
     }
 
@@ -173,8 +200,15 @@ impl Record {
         jcs::canonicalize(&self.capsule)
     }
 
-    /// The ETag value (without quotes): the cursor's hex part.
+    /// capsule.json's ETag value (without quotes): the cursor's hex part.
     pub fn etag(&self) -> &str {
         jcs::cursor_hex(&self.cursor)
+    }
+
+    /// head.json's ETag value: the cursor's hex part, and for an agent with
+    /// a key log `-k` and the log's length, so it changes on every key event
+    /// (the summary changes only then). Unchanged for every other agent.
+    pub fn head_etag(&self) -> String {
+        head_etag(self.etag(), self.keys.as_ref().map(|k| k.length))
     }
 }

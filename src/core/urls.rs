@@ -32,6 +32,8 @@ pub const MCP_PATH: &str = "/mcp";
 pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";
 /// `Allow` of capsule.json (the only writable document).
 pub const ALLOW_CAPSULE: &str = "GET, HEAD, PUT, OPTIONS";
+/// `Allow` of keys.json: read the key log, or POST a key event (§14).
+pub const ALLOW_KEY_LOG: &str = "GET, HEAD, POST, OPTIONS";
 /// `Allow` of the POST-only service routes (bootstrap, quote, claim, MCP).
 pub const ALLOW_POST: &str = "POST, OPTIONS";
 /// `Allow` of an agent's watch (a WebSocket upgrade is a GET).
@@ -131,6 +133,9 @@ pub enum Doc<'a> {
     Verify,
     /// `export.json`: the offline-verifiable bundle.
     Export,
+    /// `keys.json`: the agent's key log (docs/PROTOCOL.md §14); `POST`
+    /// submits a key event.
+    KeyLog,
     /// `snapshot/{cursor}.json`, holding the cursor text as it appeared in
     /// the path (parse it with [`crate::core::jcs::normalize_cursor`]).
     Snapshot(&'a str),
@@ -138,12 +143,13 @@ pub enum Doc<'a> {
 
 impl<'a> Doc<'a> {
     /// The documents with a fixed file name, in the order the docs list them.
-    pub const FIXED: [Doc<'static>; 5] = [
+    pub const FIXED: [Doc<'static>; 6] = [
         Doc::Head,
         Doc::Capsule,
         Doc::History,
         Doc::Verify,
         Doc::Export,
+        Doc::KeyLog,
     ];
     /// The parts of `snapshot/{cursor}.json` around the cursor.
     pub const SNAPSHOT_PARTS: (&'static str, &'static str) = ("snapshot/", ".json");
@@ -156,6 +162,7 @@ impl<'a> Doc<'a> {
             Doc::History => "history.json",
             Doc::Verify => "verify.json",
             Doc::Export => "export.json",
+            Doc::KeyLog => "keys.json",
             Doc::Snapshot(cursor) => {
                 let (pre, post) = Doc::SNAPSHOT_PARTS;
                 return Cow::Owned(format!("{pre}{}{post}", cursor_hex(cursor)));
@@ -173,6 +180,7 @@ impl<'a> Doc<'a> {
     pub fn allow(&self) -> &'static str {
         match self {
             Doc::Capsule => ALLOW_CAPSULE,
+            Doc::KeyLog => ALLOW_KEY_LOG,
             _ => ALLOW_READ,
         }
     }
@@ -234,6 +242,11 @@ pub enum Action<'a> {
     },
     /// The signed write to capsule.json.
     Write {
+        /// The agent in the path.
+        agent: AgentId,
+    },
+    /// A key event posted to keys.json (§14).
+    KeyEvent {
         /// The agent in the path.
         agent: AgentId,
     },
@@ -357,7 +370,8 @@ impl<'a> Route<'a> {
             }
             Route::Agent { doc, raw_id } => {
                 let write = method == Method::Put && doc == Doc::Capsule;
-                if !method.is_read() && !write {
+                let key_event = method == Method::Post && doc == Doc::KeyLog;
+                if !method.is_read() && !write && !key_event {
                     return not_allowed;
                 }
                 let Some(agent) = AgentId::parse(raw_id) else {
@@ -365,6 +379,8 @@ impl<'a> Route<'a> {
                 };
                 if write {
                     Action::Write { agent }
+                } else if key_event {
+                    Action::KeyEvent { agent }
                 } else {
                     Action::Read {
                         doc,

@@ -15,6 +15,7 @@ use crate::core::history::{
 };
 use crate::core::jcs;
 use crate::core::json::{self, Json, JsonError};
+use crate::core::key_log::{KeyState, KeysSummary};
 use crate::core::limits::{Tier, TierLimits, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
 use crate::core::quota::{Cooldown, Window};
 use crate::core::reason::{self, ReasonCode as R};
@@ -59,6 +60,10 @@ pub struct AgentState {
     /// write). The retained entries and their index live next to the state.
     #[serde(default)]
     pub chain: Option<ChainHead>,
+    /// The key log's summary as of its last event (`None`: no key log, the
+    /// genesis key signs). The log itself is stored beside the state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeysSummary>,
 }
 
 /// The last accepted write.
@@ -191,6 +196,12 @@ impl Rejection {
         }
         self
     }
+    /// This refusal without a cooldown count (a key submission's envelope:
+    /// failed key events never start a cooldown).
+    pub fn uncounted(mut self) -> Rejection {
+        self.counts_toward_cooldown = None;
+        self
+    }
     /// The HTTP status: that of the first code in reporting order.
     pub fn status(&self) -> u16 {
         self.reason_codes.first().map_or(400, |c| c.http_status())
@@ -218,13 +229,28 @@ impl Rejection {
     /// The body-cap refusal (also used by the Worker, which stops reading a
     /// body at the cap and so never holds more than `MAX_BODY_BYTES + 1`).
     pub fn payload_too_large(observed_bytes: u64) -> Rejection {
+        Rejection::body_over(observed_bytes, MAX_BODY_BYTES)
+    }
+    /// A body over `cap` bytes (a key submission's cap is larger than a PUT's).
+    pub fn body_over(observed_bytes: u64, cap: usize) -> Rejection {
         let mut r = Rejection::one(
             R::PayloadTooLarge,
-            format!("request body is {observed_bytes} bytes or more; the cap is {MAX_BODY_BYTES}"),
+            format!("request body is {observed_bytes} bytes or more; the cap is {cap}"),
         );
-        r.max_bytes = Some(MAX_BODY_BYTES);
+        r.max_bytes = Some(cap);
         r.observed_bytes = Some(observed_bytes);
         r
+    }
+}
+
+/// A refusal decided outside the write pipeline (a key event), answered
+/// in the write's shape; it never counts toward the cooldown.
+impl From<reason::Refusal> for Rejection {
+    fn from(r: reason::Refusal) -> Rejection {
+        let detail = r.detail_or_code().to_owned();
+        let mut out = Rejection::one(r.code, detail);
+        out.retry_after_sec = r.retry_after_sec;
+        out
     }
 }
 
@@ -299,8 +325,58 @@ pub fn check_capsule_in_tier(
 /// Steps 1-4 only (body cap, JSON, envelope shape, signature): everything
 /// that needs no stored state. The Worker runs this before waking the agent's
 /// Durable Object, so unauthenticated garbage never reaches it.
-pub fn precheck(body: &[u8], path_agent: &AgentId) -> Result<(), Rejection> {
-    authenticate_body(body, path_agent, Signature::Verify).map(|_| ())
+///
+/// `signer` says whose key may sign: an agent without a key log signs with
+/// its genesis key (`sha256(public_key)` is the agent id), checked here; for
+/// one with a key log any verifying key passes, and the agent's object
+/// decides whether it is the current one ([`Terms::keys`]).
+pub fn precheck(body: &[u8], path_agent: &AgentId, signer: Signer) -> Result<(), Rejection> {
+    authenticate_body(body, path_agent, Signature::Verify, signer).map(|_| ())
+}
+
+/// Whose key the stateless pre-check holds a write's signer to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signer {
+    /// The genesis key: every agent without a key log.
+    Genesis,
+    /// Any key: the agent has a key log, and its object checks the key
+    /// against it.
+    KeyLog,
+}
+
+/// What a write is held to besides the capsule rules.
+#[derive(Debug, Clone, Copy)]
+pub struct Terms<'a> {
+    /// Whether to verify the signature again.
+    pub signature: Signature,
+    /// The agent's key state (`None`: no key log, the genesis key signs).
+    /// With one, only its current key signs; an earlier key of the agent
+    /// gets `key_rotated`, which never counts toward the cooldown (a thief
+    /// holding a rotated-out key must not be able to lock the owner out).
+    pub keys: Option<&'a KeyState>,
+    /// The write commits with a key event (`POST keys.json`).
+    pub with_key_event: Option<WithKeyEvent>,
+}
+
+/// A write that commits with a key event: it is exempt from the cooldown and
+/// the write quota (a thief holding the current key can exhaust both, and
+/// must not keep the owner from rotating it out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithKeyEvent {
+    /// After a disputing rotation, the `seq` the envelope must exceed: the
+    /// owner's last good write's, not the stored one a thief may have burnt.
+    pub seq_above: Option<u64>,
+}
+
+impl Terms<'_> {
+    /// An ordinary write of an agent without a key log.
+    pub fn genesis(signature: Signature) -> Terms<'static> {
+        Terms {
+            signature,
+            keys: None,
+            with_key_event: None,
+        }
+    }
 }
 
 /// Whether [`check`] still verifies the body's signature.
@@ -321,6 +397,7 @@ fn authenticate_body(
     body: &[u8],
     path_agent: &AgentId,
     signature: Signature,
+    signer: Signer,
 ) -> Result<Signed, Rejection> {
     if body.len() > MAX_BODY_BYTES {
         return Err(Rejection::payload_too_large(body.len() as u64));
@@ -335,7 +412,7 @@ fn authenticate_body(
             format!("body is not acceptable JSON: {what}"),
         )
     })?;
-    authenticate(&envelope, path_agent, signature)
+    authenticate(&envelope, path_agent, signature, signer)
 }
 
 /// Decides everything about a PUT that does not need another object's state.
@@ -345,32 +422,44 @@ pub fn check(
     path_agent: &AgentId,
     now_ms: u64,
     tiers: &TierTable,
-    signature: Signature,
+    terms: &Terms<'_>,
 ) -> Result<Candidate, Rejection> {
-    let signed = authenticate_body(body, path_agent, signature)?;
+    let signer = match terms.keys {
+        None => Signer::Genesis,
+        Some(_) => Signer::KeyLog,
+    };
+    let signed = authenticate_body(body, path_agent, terms.signature, signer)?;
+    if let Some(keys) = terms.keys {
+        current_key(keys, &signed)?;
+    }
 
     // Authenticated from here on: stored state may be consulted and revealed.
     // The seq check comes before the cooldown, so a replayed envelope is
     // always answered `replay_seq` (which never counts toward a cooldown).
-    if let Some(p) = &state.published {
-        if signed.seq <= p.seq {
+    let exempt = terms.with_key_event.is_some();
+    let above = match terms.with_key_event.and_then(|w| w.seq_above) {
+        Some(last_good) => Some(last_good),
+        None => state.published.as_ref().map(|p| p.seq),
+    };
+    if let Some(stored) = above {
+        if signed.seq <= stored {
             // At the largest seq there is no greater one: say so, or the
             // agent would retry forever.
-            let detail = if p.seq >= MAX_SEQ {
+            let detail = if stored >= MAX_SEQ {
                 format!(
-                    "seq {} is not greater than the stored seq {}, the largest seq there is: this agent id can take no further writes (use a new key)",
-                    signed.seq, p.seq
+                    "seq {} is not greater than the stored seq {stored}, the largest seq there is: this agent id can take no further writes (unless its owner rotates the key with disputes_after, docs/PROTOCOL.md §14)",
+                    signed.seq
                 )
             } else {
                 format!(
-                    "seq {} is not greater than the stored seq {}",
-                    signed.seq, p.seq
+                    "seq {} is not greater than the stored seq {stored}",
+                    signed.seq
                 )
             };
             return Err(Rejection::one(R::ReplaySeq, detail).authenticated(&signed));
         }
     }
-    if let Some(until) = state.cooldown.active_until(now_ms) {
+    if let Some(until) = state.cooldown.active_until(now_ms).filter(|_| !exempt) {
         return Err(Rejection::one(
             R::CooldownActive,
             format!(
@@ -386,7 +475,7 @@ pub fn check(
     let canonical = check_capsule_in_tier(&signed.capsule, tier, limits)
         .map_err(|r| r.authenticated(&signed))?;
     let usage = state.writes.usage(now_ms, limits.writes_per_24h);
-    if usage.exhausted() {
+    if usage.exhausted() && !exempt {
         let reset = usage.reset_at_ms.unwrap_or(now_ms);
         return Err(Rejection::one(
             R::WriteQuotaExceeded,
@@ -419,6 +508,7 @@ fn authenticate(
     envelope: &Json,
     path_agent: &AgentId,
     check_signature: Signature,
+    signer: Signer,
 ) -> Result<Signed, Rejection> {
     let Some(entries) = envelope.as_object() else {
         return Err(Rejection::one(
@@ -493,7 +583,7 @@ fn authenticate(
         .and_then(Json::as_str)
         .ok_or_else(|| bad("public_key is required (64 lowercase hex characters)"))
         .and_then(|s| PublicKey::from_hex(s).map_err(|e| bad(&e.to_string())))?;
-    if &public_key.agent_id() != path_agent {
+    if signer == Signer::Genesis && &public_key.agent_id() != path_agent {
         return Err(bad(
             "sha256(public_key) does not equal the agent id in the path",
         ));
@@ -518,6 +608,29 @@ fn authenticate(
         signature: signature.to_owned(),
         digest,
     })
+}
+
+/// The signer of an agent with a key log must be its current key. An
+/// earlier one gets `key_rotated`, without counting toward the cooldown.
+fn current_key(keys: &KeyState, signed: &Signed) -> Result<(), Rejection> {
+    if &signed.public_key == keys.current() {
+        return Ok(());
+    }
+    let mut r = match keys.index_of(&signed.public_key) {
+        Some(i) => Rejection::one(
+            R::KeyRotated,
+            format!(
+                "this key (key index {i}) was rotated out; the agent's current key is index {}: load it, and never retry with this one",
+                keys.key_index()
+            ),
+        ),
+        None => Rejection::one(
+            R::BadSignature,
+            "public_key is not this agent's key (its key log names every key it had)",
+        ),
+    };
+    r.seq = Some(signed.seq);
+    Err(r)
 }
 
 /// The body of an accepted PUT (the client parses it with the same type).
@@ -603,6 +716,10 @@ impl AgentState {
     ///
     /// Refuses (changing nothing) when `history` does not continue the chain
     /// head in the state: appending anyway would fork the chain.
+    // Each argument is a separate input of the one atomic step (the write,
+    // the clock, the limits, the seal, the chain, the key log); bundling
+    // them would only move the list into a struct built once per call.
+    #[allow(clippy::too_many_arguments)]
     pub fn commit_sealed(
         &mut self,
         c: Candidate,
@@ -611,7 +728,9 @@ impl AgentState {
         key: &ServiceKey,
         keyring: &Keyring,
         history: Option<HistoryIndex>,
+        keys: Option<&KeyState>,
     ) -> Result<Committed, ChainMismatch> {
+        // (The key state's length is what the index's entity tag names.)
         if self.chain.as_ref() != history.as_ref().map(|h| &h.head) {
             return Err(ChainMismatch);
         }
@@ -632,12 +751,17 @@ impl AgentState {
                 signature: &signature,
                 accepted_at_ms: now_ms,
                 checked: Some(&checked),
+                keys: keys.map(|k| k as &dyn history::AgentKeys),
             },
             key,
             keyring,
             tiers.get(self.tier_at(now_ms)).history_retained,
             self.total_writes,
         );
+        let mut appended = appended;
+        if let Some(k) = keys {
+            appended.index.mark_disputed(k, k.length);
+        }
         self.chain = Some(appended.index.head.clone());
         Ok(Committed {
             record,
@@ -680,6 +804,7 @@ impl AgentState {
                 window: self.writes.clone(),
             },
             paid: self.paid.clone(),
+            keys: self.keys.clone(),
         })
     }
 }

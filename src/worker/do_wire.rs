@@ -6,6 +6,7 @@
 //! | call                 | from            | to                      |
 //! |----------------------|-----------------|-------------------------|
 //! | [`AgentCall::Write`] | write handler   | the agent's object      |
+//! | [`AgentCall::KeyEvent`] | keys.json POST | the agent's object     |
 //! | [`AgentCall::Export`]| export handler  | the agent's object      |
 //! | [`Reserve`]          | the agent object| the client address's quota object |
 //! | [`AgentCall::Quote`] | quote handler   | the agent's object      |
@@ -35,6 +36,7 @@ use worker::js_sys::Uint8Array;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, ResponseBuilder};
 
 const WRITE_URL: &str = "https://agent.do/write";
+const KEY_EVENT_URL: &str = "https://agent.do/keys";
 const EXPORT_URL: &str = "https://agent.do/export";
 const RESERVE_URL: &str = "https://ip-quota.do/reserve";
 const QUOTE_SLOT_URL: &str = "https://ip-quota.do/quote";
@@ -60,6 +62,8 @@ const CALL_HEADER: &str = "x-selfcap-call";
 pub enum AgentCall {
     /// Decide and (if accepted) commit a PUT.
     Write(WriteCall),
+    /// Decide and (if accepted) commit a key event (with its envelope).
+    KeyEvent(WriteCall),
     /// Assemble the export bundle from the object's storage, for one reader.
     Export(ExportCall),
     /// Quote an upgrade (the invoice is stored in the agent's object).
@@ -194,6 +198,16 @@ fn agent_stub(env: &Env, agent: &AgentId) -> worker::Result<worker::Stub> {
 
 /// Worker side: sends a write to the agent's object.
 pub async fn write(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
+    send_write(env, WRITE_URL, call).await
+}
+
+/// Worker side: sends a key event (keys.json's POST body) to the agent's
+/// object.
+pub async fn key_event(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
+    send_write(env, KEY_EVENT_URL, call).await
+}
+
+async fn send_write(env: &Env, url: &str, call: WriteCall) -> worker::Result<Relayed> {
     let headers = Headers::new();
     headers.set(NOW_HEADER, &call.now_ms.to_string())?;
     headers.set(IP_HEADER, &call.ip_bucket)?;
@@ -206,7 +220,7 @@ pub async fn write(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(Uint8Array::from(call.body.as_slice()).into()));
-    let req = Request::new_with_init(WRITE_URL, &init)?;
+    let req = Request::new_with_init(url, &init)?;
     let resp = agent_stub(env, &call.agent)?
         .fetch_with_request(req)
         .await?;
@@ -322,7 +336,7 @@ impl AgentCall {
         let url = req.url()?;
         let is = |u: &str| url.as_str() == u;
         match req.method() {
-            Method::Post if is(WRITE_URL) => {
+            Method::Post if is(WRITE_URL) || is(KEY_EVENT_URL) => {
                 let header = |name: &str| req.headers().get(name).ok().flatten();
                 let agent = header(AGENT_HEADER)
                     .and_then(|a| AgentId::parse(&a))
@@ -336,7 +350,11 @@ impl AgentCall {
                     agent,
                     body: body::request_bytes(&req).await?,
                 };
-                Ok(Some(AgentCall::Write(call)))
+                Ok(Some(if is(WRITE_URL) {
+                    AgentCall::Write(call)
+                } else {
+                    AgentCall::KeyEvent(call)
+                }))
             }
             Method::Post if is(EXPORT_URL) => Ok(Some(AgentCall::Export(json_of(&req).await?))),
             Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(json_of(&req).await?))),

@@ -5,7 +5,9 @@ use super::clock;
 use super::config::Config;
 use super::failure::Failure;
 use super::handlers::reads::ReadAs;
-use super::handlers::{bootstrap, history, keys, mcp, reads, signer, upgrade, watch, write};
+use super::handlers::{
+    bootstrap, history, key_log, keys, mcp, reads, signer, upgrade, watch, write,
+};
 use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
 use crate::core::reason::ReasonCode;
@@ -58,6 +60,7 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?.into(),
+        Action::KeyEvent { agent } => key_log::post(req, env, cfg, &agent).await?.into(),
         Action::Watch { agent } => watch::handle(req, env, cfg, &agent).await?.into(),
         Action::Read {
             doc,
@@ -75,6 +78,14 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
             match doc {
                 Doc::Head | Doc::Capsule => {
                     reads::handle(req, env, cfg, doc, &agent, read, reader.as_ref()).await?
+                }
+                Doc::KeyLog => {
+                    let read_as = ReadAs {
+                        reader: reader.as_ref(),
+                        scope: access::scope_of(&doc),
+                        now_ms,
+                    };
+                    key_log::get(env, &agent, read, &read_as).await?.into()
                 }
                 _ => {
                     let read_as = ReadAs {

@@ -25,12 +25,12 @@ test("every ReasonCode is exercised through HTTP", () => {
     const { cases } = JSON.parse(readFileSync(path.join(ROOT, "tests/vectors", `${name}.json`), "utf8"));
     for (const c of cases) for (const code of c.reason_codes ?? []) vectorCodes.add(code);
   }
-  // Codes the core decides but no route answers yet (core::reason::NOT_SERVED_YET).
-  const wire = Object.fromEntries([...reason.matchAll(/^\s*([A-Z][A-Za-z]*) => "([a-z0-9_.]+)", \d{3},/gm)].map((m) => [m[1], m[2]]));
-  const block = reason.match(/pub const NOT_SERVED_YET: &\[ReasonCode\] = &\[([^\]]*)\];/);
-  assert.ok(block, "NOT_SERVED_YET in src/core/reason.rs");
-  const notServed = [...block[1].matchAll(/ReasonCode::([A-Za-z]+)/g)].map((m) => wire[m[1]]);
-  assert.ok(notServed.every(Boolean), "every NOT_SERVED_YET entry names a code");
-  const missing = codes.filter((c) => !vectorCodes.has(c) && !sources.includes(`"${c}"`) && !notServed.includes(c));
+  // The key-log scenarios keys.test.mjs replays step by step.
+  const keysDir = path.join(ROOT, "tests/vectors/keys");
+  for (const f of readdirSync(keysDir).filter((f) => f.endsWith(".json") && f !== "verifier.json")) {
+    const { steps } = JSON.parse(readFileSync(path.join(keysDir, f), "utf8"));
+    for (const s of steps) if (s.expect.reason_code) vectorCodes.add(s.expect.reason_code);
+  }
+  const missing = codes.filter((c) => !vectorCodes.has(c) && !sources.includes(`"${c}"`));
   assert.deepEqual(missing, [], "reason codes without an e2e test");
 });

@@ -45,7 +45,7 @@ pub enum ExportItem {
 
 /// The export.json body: everything needed to verify the retained window
 /// offline.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExportBundle {
     /// [`EXPORT_FORMAT`].
     pub format: &'static str,
@@ -63,6 +63,11 @@ pub struct ExportBundle {
     pub keys: BTreeMap<String, String>,
     /// The retained entries, oldest first (withheld ones in their place).
     pub entries: Vec<ExportItem>,
+    /// The agent's whole key log (docs/PROTOCOL.md §14), sealed records
+    /// oldest first: which key signed each entry, and which versions are
+    /// disputed. Absent for an agent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_log: Option<Vec<Json>>,
 }
 
 impl ExportBundle {
@@ -125,7 +130,15 @@ impl ExportBundle {
             current_key: keyring.current.clone(),
             keys: keyring.keys.clone(),
             entries,
+            key_log: None,
         }
+    }
+
+    /// The bundle with the agent's key log (its sealed records, oldest
+    /// first; an empty log is left out).
+    pub fn with_key_log(mut self, records: Vec<Json>) -> ExportBundle {
+        self.key_log = (!records.is_empty()).then_some(records);
+        self
     }
 }
 
@@ -151,6 +164,7 @@ pub fn verify_export(bundle: &Json) -> Report {
 /// `schema` failure and the rest is checked as far as it can be.
 pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
     let mut warnings = Vec::new();
+    let mut key_log_failures = Vec::new();
     let mut problems: Vec<String> = Vec::new();
     if bundle.as_object().is_none() {
         problems.push("the bundle must be a JSON object".into());
@@ -227,7 +241,45 @@ pub fn verify_export_with(bundle: &Json, opts: &VerifyOptions) -> Report {
         }
     };
 
-    let mut v = Verifier::new(&agent_id, &keyring);
+    // The key log, when the bundle carries one: who signed each entry.
+    let key_state = match bundle.get("key_log") {
+        None => None,
+        Some(log) => {
+            let agent = crate::core::crypto::AgentId::parse(&agent_id);
+            match (log.as_array(), agent) {
+                (Some(records), Some(agent)) => {
+                    let now = opts.now_ms.unwrap_or(0);
+                    let (report, state) =
+                        crate::core::key_log::verify_key_log(&agent, records, &keyring, now);
+                    key_log_failures = report.failures;
+                    state
+                }
+                _ => {
+                    problems.push("key_log must be an array of sealed key records".into());
+                    None
+                }
+            }
+        }
+    };
+    let mut v = Verifier::new(&agent_id, &keyring).with_keys(
+        key_state
+            .as_ref()
+            .map(|k| k as &dyn super::verify::AgentKeys),
+        None,
+    );
+    for f in key_log_failures {
+        // A broken key log leaves who signed what unproven; a bad seal on
+        // it is a seal failure like any other.
+        let check = if f.check == "seal" {
+            super::CheckName::Seal
+        } else {
+            super::CheckName::Signature
+        };
+        let at = f
+            .index
+            .map_or("key_log".to_owned(), |i| format!("key_log[{i}]"));
+        v.fail(check, None, format!("{at}: {} ({})", f.detail, f.check));
+    }
     for p in problems {
         v.fail(super::CheckName::Schema, None, p);
     }

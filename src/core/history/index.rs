@@ -7,7 +7,7 @@
 //! a read touches only the entries it returns.
 
 use super::privacy::{self, Access, PrunedCursors, Viewer};
-use super::verify::{Checks, Prev, Report, Verifier, WriteChecked};
+use super::verify::{AgentKeys, Checks, Prev, Report, Verifier, WriteChecked};
 use super::{ChainHead, Entry, EntryFields, Hashed, HeadFields, Keyring, Seal, ServiceKey};
 use crate::core::access::Audience;
 use crate::core::jcs::normalize_cursor;
@@ -47,6 +47,15 @@ pub struct HistoryIndex {
     /// The cursors of the newest pruned versions (`since` still knows them).
     #[serde(default, skip_serializing_if = "PrunedCursors::is_empty")]
     pub pruned_cursors: PrunedCursors,
+    /// The agent's key log's length (§14): a key event changes who signed
+    /// what and which versions are disputed without a new entry, so the
+    /// history documents' entity tag names it ([`HistoryIndex::etag`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub key_events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One retained entry, summarised: enough to select pages and follow
@@ -94,6 +103,9 @@ pub struct NewVersion<'a> {
     /// What the write check already established about this version
     /// (`None`: the report measures everything itself).
     pub checked: Option<&'a WriteChecked>,
+    /// The agent's key log, when it has one (who signs where, which
+    /// versions are disputed; `None`: the genesis key signs everything).
+    pub keys: Option<&'a dyn AgentKeys>,
 }
 
 /// The result of [`append`].
@@ -122,6 +134,7 @@ pub fn append(
     retained: u32,
     total_writes: u64,
 ) -> Appended {
+    let old_key_events = prev.as_ref().map_or(0, |p| p.key_events);
     let (mut items, old_head, old_checks, mut audiences, mut pruned_cursors) = match prev {
         Some(p) => (
             p.items,
@@ -206,7 +219,16 @@ pub fn append(
             .retain(|f| f.sequence.is_some_and(|s| s >= first_sequence));
         check.ok = check.failures.is_empty();
     }
-    let mut ver = Verifier::with_checks(v.agent_id, keyring, checks);
+    // The newest undisputed version before this one: after a thief's
+    // versions the owner's seq continues from it (§14).
+    let good_seq = v.keys.and_then(|k| {
+        items[..items.len() - 1]
+            .iter()
+            .rev()
+            .find(|i| !k.disputed(i.sequence, i.seq))
+            .map(|i| i.seq)
+    });
+    let mut ver = Verifier::with_checks(v.agent_id, keyring, checks).with_keys(v.keys, good_seq);
     let link = match &old_head {
         Some(h) => Prev::Entry {
             sequence: h.length - 1,
@@ -259,6 +281,7 @@ pub fn append(
             report,
             audiences,
             pruned_cursors,
+            key_events: v.keys.map_or(0, |_| old_key_events),
         },
         entry,
         pruned,
@@ -368,6 +391,28 @@ pub struct Selection {
 }
 
 impl HistoryIndex {
+    /// The entity tag of history.json, verify.json and export.json: the
+    /// chain's head hash, and for an agent with a key log `-k` and its
+    /// length (unchanged for every other agent).
+    pub fn etag(&self) -> String {
+        match self.key_events {
+            0 => self.head.head_hash.clone(),
+            n => format!("{}-k{n}", self.head.head_hash),
+        }
+    }
+
+    /// Lists in the report the retained versions `keys` disputes (§14):
+    /// after every append and every key event, so verify.json names them.
+    pub fn mark_disputed(&mut self, keys: &dyn AgentKeys, key_events: u64) {
+        self.key_events = key_events;
+        self.report.disputed = self
+            .items
+            .iter()
+            .filter(|i| keys.disputed(i.sequence, i.seq))
+            .map(|i| i.sequence)
+            .collect();
+    }
+
     /// The newest retained entry with this cursor (a republished capsule has
     /// the same cursor as before; the newest one is the state's latest).
     pub fn find_cursor(&self, cursor: &str) -> Option<&IndexItem> {

@@ -41,7 +41,9 @@ pub use export::{verify_export, verify_export_with, ExportBundle, VerifyOptions}
 pub use index::{append, HistoryIndex, IndexItem, NewVersion, Query, QueryError, Selection};
 pub use privacy::{Access, Viewer, Withheld};
 pub use timeline::{timeline, Flag, Timeline, TimelineEntry};
-pub use verify::{verify_chain, Check, CheckName, Checks, Failure, Level, Report, WriteChecked};
+pub use verify::{
+    verify_chain, AgentKeys, Check, CheckName, Checks, Failure, Level, Report, WriteChecked,
+};
 
 /// The hash of entries and heads.
 pub const HASH_ALG: &str = "sha3-256";

@@ -62,6 +62,7 @@ fn build_checked(
                 signature: &sig,
                 accepted_at_ms: T0 + i * 60_000,
                 checked: vouch.then_some(&checked),
+                keys: None,
             },
             &key,
             &ring,
@@ -100,6 +101,7 @@ fn append_third(
             signature: &sig,
             accepted_at_ms: T0,
             checked: None,
+            keys: None,
         },
         key,
         keyring,
@@ -546,14 +548,14 @@ fn accepted_write(
         &a.agent_id(),
         T0,
         tiers,
-        Signature::Verify,
+        &Terms::genesis(Signature::Verify),
     )
     .expect("accepted")
 }
 
 use crate::core::jcs;
 use crate::core::limits::TierTable;
-use crate::core::write::{check, AgentState, Signature};
+use crate::core::write::{check, AgentState, Signature, Terms};
 
 #[test]
 fn commit_sealed_appends_in_step_with_the_state() {
@@ -567,7 +569,15 @@ fn commit_sealed_appends_in_step_with_the_state() {
     for seq in 1..=3 {
         let c = accepted_write(&state, seq, &format!("Step {seq}."), &tiers);
         let sealed = state
-            .commit_sealed(c, T0 + seq, &tiers, &service(), &ring(), stored.take())
+            .commit_sealed(
+                c,
+                T0 + seq,
+                &tiers,
+                &service(),
+                &ring(),
+                stored.take(),
+                None,
+            )
             .unwrap();
         assert_eq!(sealed.entry.seq, seq);
         assert_eq!(sealed.entry.sequence, seq - 1);
@@ -593,13 +603,13 @@ fn commit_sealed_refuses_to_fork_the_chain() {
     let mut state = AgentState::default();
     let c = accepted_write(&state, 1, "One.", &tiers);
     state
-        .commit_sealed(c, T0, &tiers, &service(), &ring(), None)
+        .commit_sealed(c, T0, &tiers, &service(), &ring(), None, None)
         .unwrap();
     // The stored index went missing: appending a new genesis would fork.
     let before = state.clone();
     let c = accepted_write(&state, 2, "Two.", &tiers);
     assert!(state
-        .commit_sealed(c, T0, &tiers, &service(), &ring(), None)
+        .commit_sealed(c, T0, &tiers, &service(), &ring(), None, None)
         .is_err());
     assert_eq!(state, before);
 }
@@ -795,6 +805,7 @@ fn a_write_check_vouches_only_for_the_version_it_checked() {
                 signature: &fine_sig,
                 accepted_at_ms: T0,
                 checked: Some(&token),
+                keys: None,
             },
             &service(),
             &ring(),

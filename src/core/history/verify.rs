@@ -208,6 +208,12 @@ pub struct Report {
     /// seals were checked, their content could not be. Not a failure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withheld: Vec<u64>,
+    /// `sequence`s of the disputed versions (docs/PROTOCOL.md §14): a
+    /// thief's, written with a key the owner has since rotated out after its
+    /// last good write. They stay in the chain and verify; they are not the
+    /// owner's. Not a failure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputed: Vec<u64>,
 }
 
 impl Report {
@@ -324,15 +330,34 @@ impl<'a> Newest<'a> {
     }
 }
 
+/// Which key spoke for the agent at each place of its chain, and which
+/// versions are disputed: what the agent's key log says (docs/PROTOCOL.md
+/// §14). Without one, the genesis key (`sha256(public_key) == agent_id`)
+/// signs every entry.
+pub trait AgentKeys: std::fmt::Debug {
+    /// The key that may sign the entry at chain position `sequence`.
+    fn key_at(&self, sequence: u64) -> &PublicKey;
+    /// Whether the version at `sequence` with `seq` is disputed (a thief's,
+    /// after the owner's last good write).
+    fn disputed(&self, sequence: u64, seq: u64) -> bool;
+}
+
 /// Accumulates check results.
 pub(crate) struct Verifier<'a> {
     agent_id: &'a str,
     keyring: &'a Keyring,
+    /// The key log's answer to who signs where (`None`: the genesis key).
+    keys: Option<&'a dyn AgentKeys>,
+    /// The `seq` of the newest undisputed version seen: after disputed
+    /// versions, the owner's next one need only exceed this.
+    good_seq: Option<u64>,
     pub(crate) checks: Checks,
     /// Entries sealed per key fingerprint (for rotation warnings).
     signers: BTreeMap<String, u64>,
     /// Withheld versions seen.
     withheld: Vec<u64>,
+    /// Disputed versions seen.
+    disputed: Vec<u64>,
 }
 
 impl<'a> Verifier<'a> {
@@ -348,10 +373,26 @@ impl<'a> Verifier<'a> {
         Verifier {
             agent_id,
             keyring,
+            keys: None,
+            good_seq: None,
             checks,
             signers: BTreeMap::new(),
             withheld: Vec::new(),
+            disputed: Vec::new(),
         }
+    }
+
+    /// Checks signers against `keys` (the agent's key log) instead of the
+    /// genesis key; `good_seq` is the newest undisputed `seq` before the
+    /// first entry this verifier sees, if known.
+    pub(crate) fn with_keys(
+        mut self,
+        keys: Option<&'a dyn AgentKeys>,
+        good_seq: Option<u64>,
+    ) -> Self {
+        self.keys = keys;
+        self.good_seq = good_seq;
+        self
     }
 
     /// A withheld version: what can be checked without its content. Its
@@ -543,13 +584,25 @@ impl<'a> Verifier<'a> {
         }
         self.place(at, e.sequence, e.previous_hash.as_deref(), prev);
         // A withheld predecessor shows no seq or cursor to link to.
-        if let Prev::Entry { seq, cursor, .. } = prev {
-            if e.seq <= seq {
+        if let Prev::Entry {
+            sequence: before,
+            seq,
+            cursor,
+            ..
+        } = prev
+        {
+            // After disputed versions (a thief's, §14) the owner continues
+            // from its own last good write, not from the thief's seq.
+            let floor = match self.keys {
+                Some(k) if k.disputed(before, seq) => self.good_seq,
+                _ => Some(seq),
+            };
+            if let Some(floor) = floor.filter(|f| e.seq <= *f) {
                 self.fail(
                     Chain,
                     at,
                     format!(
-                        "seq {} is not greater than the previous entry's {seq}",
+                        "seq {} is not greater than the previous entry's {floor}",
                         e.seq
                     ),
                 );
@@ -560,12 +613,28 @@ impl<'a> Verifier<'a> {
         }
 
         // auth
+        if self.keys.is_some_and(|k| k.disputed(e.sequence, e.seq)) {
+            self.disputed.push(e.sequence);
+        } else {
+            self.good_seq = Some(e.seq);
+        }
         match PublicKey::from_hex(&e.public_key) {
             Err(k) => self.fail(Signature, at, format!("public_key: {k}")),
             Ok(pk) => {
                 let mut sig = [0u8; 64];
                 let agent = AgentId::parse(&e.agent_id);
-                if agent.as_ref() != Some(&pk.agent_id()) {
+                let signer_ok = match (self.keys, &agent) {
+                    (_, None) => false,
+                    (None, Some(a)) => *a == pk.agent_id(),
+                    (Some(k), Some(_)) => *k.key_at(e.sequence) == pk,
+                };
+                if !signer_ok && self.keys.is_some() {
+                    self.fail(
+                        Signature,
+                        at,
+                        "public_key is not the key the agent's key log names for this place in the chain",
+                    );
+                } else if !signer_ok {
                     self.fail(
                         Signature,
                         at,
@@ -574,7 +643,7 @@ impl<'a> Verifier<'a> {
                 } else if hex::decode_to_slice(&e.signature, &mut sig).is_err() {
                     self.fail(Signature, at, "signature is not 128 hex characters");
                 } else if !vouched {
-                    let agent = agent.expect("compared equal above");
+                    let agent = agent.expect("checked above");
                     let digest = crate::core::crypto::write_digest(&agent, e.seq, &e.capsule);
                     if !pk.verify(&digest, &sig) {
                         self.fail(
@@ -700,6 +769,7 @@ impl<'a> Verifier<'a> {
                 head_hash: head.map(|h| h.head_hash.clone()),
             },
             withheld: self.withheld,
+            disputed: self.disputed,
         }
     }
 }

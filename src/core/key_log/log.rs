@@ -18,6 +18,7 @@ use crate::core::jcs;
 use crate::core::json::Json;
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::{parse_rfc3339, rfc3339};
+use crate::core::write::Signature;
 use serde::Serialize;
 
 /// The hashed members of one key-log record.
@@ -158,14 +159,16 @@ pub struct Broken {
     pub refusal: Refusal,
 }
 
-struct Prefix<'a>(&'a [SealedKeyRecord]);
+/// The records before an event, and whether their signatures are checked
+/// again when folded.
+struct Prefix<'a>(&'a [SealedKeyRecord], Signature);
 
 impl Earlier for Prefix<'_> {
     fn before(&self, index: u64) -> Option<(Option<KeyState>, String, bool, u64)> {
         let i = usize::try_from(index).ok()?;
         let record = self.0.get(i)?;
         let at = record.accepted_ms();
-        let mut before = fold(&self.0[..i]).ok()?;
+        let mut before = fold(&self.0[..i], self.1).ok()?;
         if let Some(s) = before.as_mut() {
             s.settle(at);
         }
@@ -182,7 +185,11 @@ impl Earlier for Prefix<'_> {
 
 /// Folds records into the state they reach, checking each event as it was
 /// accepted (at its sealed time) but not the seals (the verifier's job).
-fn fold(records: &[SealedKeyRecord]) -> Result<Option<KeyState>, Broken> {
+/// `Prechecked`: the agent's signatures were verified when the service
+/// accepted each event and the log comes from the object's own storage, so
+/// they are not verified again (two Ed25519 checks per event are most of a
+/// fold's cost, and the object folds its log on every write).
+fn fold(records: &[SealedKeyRecord], sigs: Signature) -> Result<Option<KeyState>, Broken> {
     let mut state: Option<KeyState> = None;
     for (i, r) in records.iter().enumerate() {
         let broken = |refusal| Broken {
@@ -195,7 +202,14 @@ fn fold(records: &[SealedKeyRecord]) -> Result<Option<KeyState>, Broken> {
         if let Some(s) = state.as_mut() {
             s.settle(at);
         }
-        KeyState::check(state.as_ref(), &event, at, &Prefix(&records[..i])).map_err(broken)?;
+        KeyState::check(
+            state.as_ref(),
+            &event,
+            at,
+            &Prefix(&records[..i], sigs),
+            sigs,
+        )
+        .map_err(broken)?;
         state = Some(KeyState::apply(
             state,
             &event,
@@ -222,7 +236,7 @@ impl KeyLog {
         agent_id: AgentId,
         records: Vec<SealedKeyRecord>,
     ) -> Result<KeyLog, Broken> {
-        let state = fold(&records)?;
+        let state = fold(&records, Signature::Verify)?;
         Ok(KeyLog {
             agent_id,
             records,
@@ -245,6 +259,57 @@ impl KeyLog {
     /// The state (`None`: no event yet).
     pub fn state(&self) -> Option<&KeyState> {
         self.state.as_ref()
+    }
+
+    /// The log as the agent's object stores it: a JSON array of the sealed
+    /// records, oldest first.
+    pub fn stored_text(&self) -> String {
+        serde_json::to_string(&self.records).expect("records serialise")
+    }
+
+    /// The log from [`KeyLog::stored_text`] (`None`: no log stored yet).
+    /// Stored records are folded again, every rule but the agent's
+    /// signatures (verified when each event was accepted; only the agent's
+    /// object writes this text): a log that does not fold is never trusted,
+    /// not even the service's own.
+    pub fn from_stored(agent_id: AgentId, text: Option<&str>) -> Result<KeyLog, String> {
+        let Some(text) = text else {
+            return Ok(KeyLog::empty(agent_id));
+        };
+        let v = crate::core::json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
+        let records = v
+            .as_array()
+            .ok_or("the stored key log is not an array")?
+            .iter()
+            .map(|r| SealedKeyRecord::from_json(r).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let state = fold(&records, Signature::Prechecked).map_err(|b| {
+            format!(
+                "stored key record {} does not fold: {}",
+                b.index,
+                b.refusal.detail_or_code()
+            )
+        })?;
+        Ok(KeyLog {
+            agent_id,
+            records,
+            state,
+        })
+    }
+
+    /// The records as JSON values (an export's `key_log`).
+    pub fn records_json(&self) -> Vec<Json> {
+        self.records
+            .iter()
+            .map(|r| {
+                crate::core::json::parse(
+                    serde_json::to_string(r)
+                        .expect("records serialise")
+                        .as_bytes(),
+                )
+                .expect("a record serialises to JSON")
+            })
+            .collect()
     }
 
     /// head.json's `keys` (`None` for an agent without a key log).
@@ -284,7 +349,8 @@ impl KeyLog {
         if let Some(s) = state.as_mut() {
             s.settle(now_ms);
         }
-        KeyState::check(state.as_ref(), &event, now_ms, &Prefix(&self.records))?;
+        let prefix = Prefix(&self.records, Signature::Prechecked);
+        KeyState::check(state.as_ref(), &event, now_ms, &prefix, Signature::Verify)?;
         if let Change::Rotation { disputes_after, .. } = &event.change {
             if writes.is_other_agent(&event.public_key.agent_id()) {
                 return Err(Refusal::new(
@@ -352,6 +418,36 @@ impl KeyLog {
     }
 }
 
+/// Whether a stored key log ([`KeyLog::stored_text`]) ever named `key_hex`
+/// as one of the agent's keys (made current by an event; a revealed key that
+/// never became current never spoke for the agent).
+/// A text that does not parse names nothing.
+pub fn key_log_names(stored: &str, key_hex: &str) -> bool {
+    let Ok(v) = crate::core::json::parse(stored.as_bytes()) else {
+        return false;
+    };
+    v.as_array().is_some_and(|records| {
+        records.iter().any(|r| {
+            r.get("event")
+                .and_then(|e| e.get("public_key"))
+                .and_then(Json::as_str)
+                == Some(key_hex)
+        })
+    })
+}
+
+/// The body of `GET /self/{agent_id}/keys.json`: `{"agent_id", "v",
+/// "keys", "records"}`, with `keys` the summary as head.json shows it
+/// (null without a log) and `records` the sealed log exactly as stored
+/// ([`KeyLog::stored_text`], embedded without parsing it again).
+pub fn key_log_body(agent_id: &AgentId, keys: Option<&KeysSummary>, records: &str) -> String {
+    let keys = serde_json::to_string(&keys).expect("a summary serialises");
+    format!(
+        "{{\"agent_id\":\"{agent_id}\",\"v\":\"{}\",\"keys\":{keys},\"records\":{records}}}",
+        super::KEYS_VERSION
+    )
+}
+
 /// One problem the offline verifier found in a key log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeyLogFailure {
@@ -377,7 +473,7 @@ pub struct KeyLogReport {
     pub failures: Vec<KeyLogFailure>,
 }
 
-/// Verifies a key log from untrusted JSON (keys.json's `events`, or an
+/// Verifies a key log from untrusted JSON (keys.json's `records`, or an
 /// export's `key_log`) for `agent`: every seal under `keyring`, each record's
 /// hash over its own bytes, the chain of `previous_hash`, times and history
 /// positions that never go back, and every event against the state before it
@@ -433,7 +529,7 @@ pub fn verify_key_log(
             );
         }
     }
-    let state = match fold(&records) {
+    let state = match fold(&records, Signature::Verify) {
         Ok(s) => s,
         Err(b) => {
             fail(

@@ -26,13 +26,14 @@
 pub mod event;
 pub mod log;
 pub mod state;
+pub mod submit;
 #[cfg(test)]
 mod tests;
 
 pub use event::{Change, KeyEvent, LastGood, RotationAuthority, Signatures, Supersedes};
 pub use log::{
-    verify_key_log, Accepted, Broken, KeyLog, KeyLogFailure, KeyLogReport, KeyRecord, Pin,
-    PinCheck, SealedKeyRecord, Submission, WriteLookup, Writes,
+    key_log_body, key_log_names, verify_key_log, Accepted, Broken, KeyLog, KeyLogFailure,
+    KeyLogReport, KeyRecord, Pin, PinCheck, SealedKeyRecord, Submission, WriteLookup, Writes,
 };
 pub use state::{Dispute, Earlier, Epoch, KeyState, KeysSummary, PendingRecommit, PendingSummary};
 

@@ -8,8 +8,9 @@ use super::event::{Change, KeyEvent, RotationAuthority};
 use super::{Digest, MAX_KEY_EVENTS};
 use crate::core::crypto::{AgentId, PublicKey};
 use crate::core::reason::{ReasonCode, Refusal};
-use crate::core::time::rfc3339;
-use serde::Serialize;
+use crate::core::time::{parse_rfc3339, rfc3339};
+use crate::core::write::Signature;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// One key's time as the agent's current key.
@@ -85,7 +86,11 @@ pub struct KeyState {
 }
 
 /// The `keys` member of head.json: what a reader needs to notice a rotation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Made when an event is accepted (as of that time) and served unchanged
+/// until the next one, so head.json's entity tag changes exactly on key
+/// events: `final_at` and `matures_at` are times a reader compares with its
+/// clock (once past, the rotation is final, the recommit in force).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeysSummary {
     /// The current key's index (0: the genesis key).
     pub index: u64,
@@ -108,10 +113,35 @@ pub struct KeysSummary {
 }
 
 /// head.json's view of a pending recommit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingSummary {
     /// When it takes effect unless a rotation lands first.
     pub matures_at: String,
+    /// Whether a recovery key is committed once it does.
+    pub recovery_committed: bool,
+}
+
+impl KeysSummary {
+    /// This summary (made at its event's time) as of `now_ms`, with no
+    /// event since: a rotation's `final_at` once past is dropped, and a
+    /// recommit once mature is in force. What [`KeyState::summary`] gives
+    /// at `now_ms`, from the summary alone, so head.json is evaluated when
+    /// read, as its quota and tier are.
+    pub fn as_of(&self, now_ms: u64) -> KeysSummary {
+        let past = |t: &str| parse_rfc3339(t).is_some_and(|t| t <= now_ms);
+        let mut s = self.clone();
+        if s.final_at.as_deref().is_some_and(past) {
+            s.final_at = None;
+        }
+        if let Some(p) = s.pending_recommit.take() {
+            if past(&p.matures_at) {
+                s.recovery_committed = p.recovery_committed;
+            } else {
+                s.pending_recommit = Some(p);
+            }
+        }
+        s
+    }
 }
 
 /// What an accepted event needs from the rest of the log to be checked: the
@@ -151,6 +181,15 @@ impl KeyState {
             .map(|i| i as u64)
     }
 
+    /// The index of the key current at chain position `sequence` (the
+    /// genesis key's before the first rotation, including before the log).
+    pub fn key_index_at(&self, sequence: u64) -> u64 {
+        self.epochs
+            .iter()
+            .rposition(|e| e.history_sequence <= sequence)
+            .unwrap_or(0) as u64
+    }
+
     /// Applies a recommit that has matured by `now_ms`.
     pub fn settle(&mut self, now_ms: u64) {
         if let Some(p) = self.pending_recommit {
@@ -184,6 +223,7 @@ impl KeyState {
             final_at: current.final_ms.filter(|&f| f > now_ms).map(rfc3339),
             pending_recommit: s.pending_recommit.map(|p| PendingSummary {
                 matures_at: rfc3339(p.matures_ms),
+                recovery_committed: p.recovery_key_digest.is_some(),
             }),
             disputed: {
                 let keys: BTreeSet<u64> = s.disputes.iter().map(|d| d.key_index).collect();
@@ -203,6 +243,7 @@ impl KeyState {
         event: &KeyEvent,
         now_ms: u64,
         earlier: &dyn Earlier,
+        sigs: Signature,
     ) -> Result<(), Refusal> {
         let (length, head) = state.map_or((0, None), |s| (s.length, Some(s.head_hash.as_str())));
         if event.index != length || event.previous_hash.as_deref() != head {
@@ -220,7 +261,7 @@ impl KeyState {
                 format!("the key log holds its {MAX_KEY_EVENTS} events"),
             ));
         }
-        if !event.signatures_verify() {
+        if sigs == Signature::Verify && !event.signatures_verify() {
             return Err(refuse(
                 ReasonCode::BadSignature,
                 "the event's signatures do not verify (public by public_key; revealed by revealed_key when it differs)",
@@ -455,4 +496,13 @@ fn fresh_commitments(event: &KeyEvent, used_digests: &BTreeSet<Digest>) -> Resul
         }
     }
     Ok(())
+}
+
+impl crate::core::history::AgentKeys for KeyState {
+    fn key_at(&self, sequence: u64) -> &PublicKey {
+        &self.epochs[self.key_index_at(sequence) as usize].key
+    }
+    fn disputed(&self, sequence: u64, seq: u64) -> bool {
+        self.is_disputed(self.key_index_at(sequence), seq)
+    }
 }

@@ -628,3 +628,33 @@ fn the_verifier_catches_tampering_and_the_pin_catches_rollback_and_forks() {
     let other = verify_key_log(&key(9).agent_id(), &json[..1], &keyring(), a.now).0;
     assert!(!other.valid);
 }
+
+#[test]
+fn a_summary_made_at_its_event_reads_later_as_the_state_would_say_then() {
+    // head.json stores the summary of the last event and evaluates it when
+    // read: it must agree with folding the state at that later time.
+    let mut a = Agent::incepted(true);
+    let rotated = a.rotation(
+        RotationAuthority::Next,
+        &key(2),
+        &key(2),
+        &key(3),
+        Some(&key(50)),
+    );
+    assert!(is_new(a.submit(&rotated)));
+    let recommit = a.recommit(&key(2), &key(9), None);
+    assert!(is_new(a.submit(&recommit)));
+    let made = a.state().summary(a.now);
+    assert!(made.final_at.is_some() && made.pending_recommit.is_some());
+    assert!(made.recovery_committed);
+    for later in [0, HOUR, 71 * HOUR, 72 * HOUR, 73 * HOUR, 30 * 24 * HOUR] {
+        let now = a.now + later;
+        assert_eq!(made.as_of(now), a.state().summary(now), "{later} ms later");
+    }
+    let matured = made.as_of(a.now + 72 * HOUR);
+    assert!(matured.pending_recommit.is_none());
+    assert!(
+        !matured.recovery_committed,
+        "the recommit dropped the recovery key"
+    );
+}

@@ -103,6 +103,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
     let head = format!("/self/{ID}/head.json");
     let capsule = format!("/api/v1/self/{ID}/capsule.json");
     let bad_capsule = "/self/not-an-id/capsule.json";
+    let key_log = format!("/self/{ID}/keys.json");
     let cases: Vec<(&str, Method, Action)> = vec![
         (
             &head,
@@ -146,6 +147,30 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
                 allow: ALLOW_CAPSULE,
             },
         ),
+        (
+            &key_log,
+            Post,
+            Action::KeyEvent {
+                agent: agent.clone(),
+            },
+        ),
+        (
+            &key_log,
+            Get,
+            Action::Read {
+                doc: Doc::KeyLog,
+                agent: agent.clone(),
+                head_only: false,
+            },
+        ),
+        (
+            &key_log,
+            Put,
+            Action::MethodNotAllowed {
+                allow: ALLOW_KEY_LOG,
+            },
+        ),
+        (&head, Post, Action::MethodNotAllowed { allow: ALLOW_READ }),
         (bad_capsule, Put, Action::BadAgentId),
         (bad_capsule, Get, Action::BadAgentId),
         (
@@ -224,7 +249,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 7 + 5);
+    assert_eq!(t.len(), 2 * 8 + 5);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();

@@ -35,7 +35,7 @@ fn put(
         &k.agent_id(),
         now,
         &tiers,
-        Signature::Verify,
+        &Terms::genesis(Signature::Verify),
     ) {
         Ok(c) => Ok(state.commit(c, now, &tiers).1),
         Err(r) => {
@@ -56,7 +56,7 @@ fn run(state: &AgentState, raw: &[u8], k: &AgentKey) -> Result<Candidate, Reject
         &k.agent_id(),
         T0,
         &TierTable::default(),
-        Signature::Verify,
+        &Terms::genesis(Signature::Verify),
     )
 }
 
@@ -266,7 +266,7 @@ fn signature_problems_are_401_bad_signature() {
             &k.agent_id(),
             T0,
             &TierTable::default(),
-            Signature::Prechecked,
+            &Terms::genesis(Signature::Prechecked),
         )
     };
     let passed: Vec<usize> = (0..cases.len())
@@ -464,7 +464,7 @@ fn garbage_from_others_never_locks_an_agent_out() {
             &k.agent_id(),
             T0,
             &TierTable::default(),
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         )
         .unwrap_err();
         s.note_rejection(&r, T0);
@@ -474,7 +474,7 @@ fn garbage_from_others_never_locks_an_agent_out() {
             &k.agent_id(),
             T0,
             &TierTable::default(),
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         )
         .unwrap_err();
         s.note_rejection(&r, T0);
@@ -558,7 +558,7 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
                 &k.agent_id(),
                 T0 + i as u64,
                 &TierTable::default(),
-                Signature::Verify,
+                &Terms::genesis(Signature::Verify),
             )
             .unwrap();
             s.commit(c, T0 + i as u64, &TierTable::default());
@@ -581,7 +581,7 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
             &k.agent_id(),
             T0 + HOUR + 1,
             &TierTable::default(),
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         )
         .unwrap_err();
         assert_eq!(codes(&r), ["replay_seq"]);
@@ -596,7 +596,7 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
             &k.agent_id(),
             T0 + HOUR + 2,
             &TierTable::default(),
-            Signature::Verify,
+            &Terms::genesis(Signature::Verify),
         )
         .unwrap_err();
         assert_eq!(codes(&r), ["cooldown_active"]);

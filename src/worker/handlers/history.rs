@@ -114,8 +114,9 @@ pub async fn handle(
     if let Doc::Snapshot(raw_cursor) = doc {
         return snapshot(&kv, agent, &index, raw_cursor, read, &viewer).await;
     }
-    // Every other document's entity is the chain.
-    let head_hash = index.head.head_hash.as_str();
+    // Every other document's entity is the chain (and the key log).
+    let etag = index.etag();
+    let head_hash = etag.as_str();
     if let Some(not_modified) = read.fresh(head_hash) {
         return Ok(not_modified);
     }

@@ -168,7 +168,7 @@ async fn subscribe(
         Stored::Held(unchanged) => unchanged,
         Stored::Current(r) => {
             let now_ms = clock::request_now_ms(req, cfg.test_clock);
-            results::head(&r.head(now_ms, &cfg.tiers), r.etag(), None)
+            results::head(&r.head(now_ms, &cfg.tiers), &r.head_etag(), None)
         }
     })
 }

@@ -15,6 +15,7 @@
 //! | head.json / capsule.json from KV            | [`reads`]     |
 //! | history, snapshot, verify, export           | [`history`]   |
 //! | the service keyring                         | [`keys`]      |
+//! | an agent's key log: read, POST an event     | [`key_log`]   |
 //! | stateless bootstrap                         | [`bootstrap`] |
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
@@ -24,6 +25,7 @@
 
 pub mod bootstrap;
 pub mod history;
+pub mod key_log;
 pub mod keys;
 pub mod mcp;
 pub mod reads;

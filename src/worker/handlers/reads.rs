@@ -20,7 +20,7 @@ use crate::core::history::QueryError;
 use crate::core::jcs::cursor_hex;
 use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
-use crate::core::record::{kv_key, Record};
+use crate::core::record::{head_etag, kv_key, Record};
 use crate::core::urls::Doc;
 use crate::core::watch;
 use crate::worker::clock;
@@ -42,6 +42,14 @@ struct Peek {
     cursor: String,
     #[serde(default)]
     capsule: CapsulePeek,
+    /// The key log's length (head.json's entity tag names it).
+    #[serde(default)]
+    keys: Option<KeysPeek>,
+}
+
+#[derive(Deserialize)]
+struct KeysPeek {
+    length: u64,
 }
 
 #[derive(Deserialize, Default)]
@@ -72,8 +80,8 @@ pub enum Stored<T> {
     /// The caller already holds the current entity: its answer for that
     /// (a 304, an "unchanged"), decided before the record was parsed.
     Held(T),
-    /// The current record.
-    Current(Record),
+    /// The current record (boxed: it holds the whole capsule).
+    Current(Box<Record>),
 }
 
 /// The access decision over a stored record's text: `Ok(peek, None)` for a
@@ -123,15 +131,20 @@ pub async fn record<T>(
     let raw = text_or_404(&Kv::of(env)?, &kv_key(agent)).await?;
     let (peek, admitted) = admit(&raw, agent, read_as)?;
     if let Some(peek) = peek {
-        if let Some(answer) = held(cursor_hex(&peek.cursor)) {
+        let hex = cursor_hex(&peek.cursor);
+        let etag = match read_as.scope {
+            ReadScope::Head => head_etag(hex, peek.keys.map(|k| k.length)),
+            _ => hex.to_owned(),
+        };
+        if let Some(answer) = held(&etag) {
             return Ok(Stored::Held(answer));
         }
     }
     if let Some(record) = admitted {
-        return Ok(Stored::Current(record));
+        return Ok(Stored::Current(Box::new(record)));
     }
     serde_json::from_str(&raw)
-        .map(Stored::Current)
+        .map(|r| Stored::Current(Box::new(r)))
         .map_err(|e| unreadable("kv_record_unreadable", agent, &e.to_string()))
 }
 
@@ -201,22 +214,23 @@ pub async fn handle(
         (Err(f), Some(w)) if f.is_not_found() => return w.hold(None, read).await,
         (Err(f), _) => return Err(f),
     };
-    let body = match doc {
-        Doc::Head => serde_json::to_vec(&record.head(now_ms, &cfg.tiers))?,
+    let (body, etag) = match doc {
+        Doc::Head => (
+            serde_json::to_vec(&record.head(now_ms, &cfg.tiers))?,
+            record.head_etag(),
+        ),
         // The canonical (RFC 8785) bytes: sha256(body) == cursor.
-        _ => record.capsule_body().into_bytes(),
+        _ => (record.capsule_body().into_bytes(), record.etag().to_owned()),
     };
     // Unsigned and not a miss: the capsule is public (§12), so the answer
     // is the same for every reader and may be kept.
     if let Some(key) = &cache_key {
-        let answer = http::full_answer(body.clone(), record.etag());
+        let answer = http::full_answer(body.clone(), &etag);
         read_cache::store(key, &kept, record.seq, answer).await;
     }
     match &waiter {
-        Some(w) if read.fresh(record.etag()).is_some() => {
-            w.hold(Some(record.etag().to_owned()), read).await
-        }
-        _ => Ok(read.answer(body, record.etag()).into()),
+        Some(w) if read.fresh(&etag).is_some() => w.hold(Some(etag), read).await,
+        _ => Ok(read.answer(body, &etag).into()),
     }
 }
 

@@ -5,10 +5,13 @@
 //! about the capsule is looked up).
 
 use crate::core::crypto::AgentId;
-use crate::core::read_auth::{self, Admit, SignedRead};
+use crate::core::key_log::key_log_names;
+use crate::core::read_auth::{self, Admit, Reader, SignedRead, Standing};
 use crate::core::reason::ReasonCode;
+use crate::core::record::{key_log_kv_key, kv_key};
 use crate::worker::do_wire::NonceCheck;
 use crate::worker::failure::Failure;
+use crate::worker::kv::Kv;
 use crate::worker::log;
 use crate::worker::request::Incoming;
 use worker::Env;
@@ -32,6 +35,7 @@ pub async fn of(req: &Incoming, env: &Env, now_ms: u64) -> Result<Option<AgentId
     let now_s = now_ms / 1000;
     let reader =
         read_auth::verify(&signed, now_s).map_err(|e| Failure::refused(e.code(), e.to_string()))?;
+    speaks_for(env, &reader).await?;
     let check = NonceCheck {
         nonce: reader.nonce.clone(),
         until_s: reader.replay_until_s,
@@ -58,4 +62,54 @@ pub async fn of(req: &Incoming, env: &Env, now_ms: u64) -> Result<Option<AgentId
             ),
         )),
     }
+}
+
+/// Whether the key that signed speaks for its `keyid` now (§14): the
+/// reader's genesis key while it has no key log, else the key its log made
+/// current. Costs one KV read of the reader's record (its key summary), and
+/// a second only for a key that is neither its genesis nor its current one.
+async fn speaks_for(env: &Env, reader: &Reader) -> Result<(), Failure> {
+    let kv = Kv::of(env)?;
+    let current = current_key(&kv, &reader.agent_id).await?;
+    let rotated = || {
+        Failure::refused(
+            ReasonCode::KeyRotated,
+            "this key was rotated out of the reader's key log: sign with its current key (keys.json says which)",
+        )
+    };
+    let foreign = || {
+        Failure::refused(
+            ReasonCode::ReadSignatureInvalid,
+            "Self-Public-Key is not the keyid's key: neither its genesis key (SHA-256 = keyid) nor the current key of its key log",
+        )
+    };
+    match read_auth::standing(reader, current.as_deref()) {
+        Standing::Current => Ok(()),
+        Standing::Rotated => Err(rotated()),
+        Standing::Foreign => Err(foreign()),
+        Standing::AskTheLog => {
+            let log = kv.text(&key_log_kv_key(&reader.agent_id)).await?;
+            let named = log.is_some_and(|text| key_log_names(&text, &reader.key.to_hex()));
+            Err(if named { rotated() } else { foreign() })
+        }
+    }
+}
+
+/// The current key of `agent`'s key log, from its record (`None`: no log,
+/// or no record).
+async fn current_key(kv: &Kv, agent: &AgentId) -> Result<Option<String>, Failure> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        keys: Option<KeysPeek>,
+    }
+    #[derive(serde::Deserialize)]
+    struct KeysPeek {
+        public_key: String,
+    }
+    let raw = kv.text(&kv_key(agent)).await?;
+    Ok(raw
+        .and_then(|r| serde_json::from_str::<Peek>(&r).ok())
+        .and_then(|p| p.keys)
+        .map(|k| k.public_key))
 }

@@ -11,11 +11,14 @@ use super::relay;
 use crate::core::crypto::AgentId;
 use crate::core::limits::MAX_BODY_BYTES;
 use crate::core::quota::ip_bucket;
-use crate::core::write::{self, DecisionLog, Rejection};
+use crate::core::reason::ReasonCode;
+use crate::core::record::kv_key;
+use crate::core::write::{self, DecisionLog, Rejection, Signer};
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, Relayed, WriteCall};
 use crate::worker::failure::Failure;
+use crate::worker::kv::Kv;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
@@ -64,9 +67,18 @@ pub async fn write(
     // agent's Durable Object, and structurally cannot learn anything stored.
     // Everything that passes goes to the DO, which repeats the cheap parse and
     // decides the rest with the real state, tier, seq and cooldown.
-    if let Err(rej) = write::precheck(&bytes, agent) {
-        let len = bytes.len() as u64;
-        return refuse(rej, len);
+    // An agent with a key log may sign with a key other than its genesis
+    // key: only a signer the genesis check refuses pays the KV read that
+    // tells (a KV copy lagging a rotation by up to a minute refuses the new
+    // key's first write the same way; the client's retry then succeeds).
+    if let Err(rej) = write::precheck(&bytes, agent, Signer::Genesis) {
+        let rotated = rej.reason_codes == [ReasonCode::BadSignature]
+            && has_key_log(env, agent).await?
+            && write::precheck(&bytes, agent, Signer::KeyLog).is_ok();
+        if !rotated {
+            let len = bytes.len() as u64;
+            return refuse(rej, len);
+        }
     }
 
     let connecting_ip = req.headers().get("CF-Connecting-IP")?;
@@ -86,6 +98,19 @@ pub async fn write(
         }
     }
     Ok(relayed)
+}
+
+/// Whether the agent's record in KV shows a key log.
+async fn has_key_log(env: &Env, agent: &AgentId) -> Result<bool, Failure> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        keys: Option<serde::de::IgnoredAny>,
+    }
+    let raw = Kv::of(env)?.text(&kv_key(agent)).await?;
+    Ok(raw
+        .and_then(|r| serde_json::from_str::<Peek>(&r).ok())
+        .is_some_and(|p| p.keys.is_some()))
 }
 
 /// One PUT.

@@ -1,11 +1,13 @@
 //! The export bundle, assembled from the object's own storage for one reader.
 
-use super::{AgentDO, ENTRY_PREFIX, HISTORY_KEY};
+use super::{AgentDO, ENTRY_PREFIX, HISTORY_KEY, KEY_LOG_KEY};
+use crate::core::crypto::AgentId;
 use crate::core::history::export::ExportBundle;
 use crate::core::history::{HistoryIndex, Viewer};
+use crate::core::key_log::KeyLog;
 use crate::worker::config;
 use crate::worker::do_wire::{ExportCall, Exported};
-use crate::worker::storage::load;
+use crate::worker::storage::{load, texts};
 
 impl AgentDO {
     /// The export bundle, built from this object's own storage (the one
@@ -19,6 +21,9 @@ impl AgentDO {
         let Some(index) = load::<HistoryIndex>(&storage, HISTORY_KEY).await? else {
             return Ok(None);
         };
+        let agent = AgentId::parse(&index.agent_id).ok_or("history index: bad agent id")?;
+        let [log_text] = texts(&storage, [KEY_LOG_KEY]).await?;
+        let key_log = KeyLog::from_stored(agent, log_text.as_deref())?;
         let viewer = Viewer {
             owner: &index.agent_id,
             reader: call.reader.as_deref(),
@@ -37,8 +42,9 @@ impl AgentDO {
         for value in listed.values() {
             stored.push(value?.as_string().ok_or("stored entry is not text")?);
         }
-        let bundle =
-            ExportBundle::for_viewer(&index, &stored, &keys.keyring, &viewer).ok_or_else(|| {
+        let bundle = ExportBundle::for_viewer(&index, &stored, &keys.keyring, &viewer)
+            .map(|b| b.with_key_log(key_log.records_json()))
+            .ok_or_else(|| {
                 format!(
                     "history index lists {} entries, storage holds {} (or one has no seal)",
                     index.items.len(),
@@ -47,7 +53,7 @@ impl AgentDO {
             })?;
         Ok(Some(Exported {
             body: serde_json::to_vec(&bundle)?,
-            etag: index.head.head_hash.clone(),
+            etag: index.etag(),
         }))
     }
 }

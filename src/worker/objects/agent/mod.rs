@@ -24,12 +24,14 @@
 //! |---|---|
 //! | dispatch, storage keys, the object itself | this file |
 //! | a write: decide, commit (state, chain, mirror ops, alarm in one storage write) | [`writes`] |
+//! | a key event (and the write it carries): decide, commit, mirror | [`key_events`] |
 //! | KV mirror: land what was committed, stage by stage; then tell watchers | [`mirror`] |
 //! | push on change: watchers (hibernatable WebSockets) and held long-polls | [`push`] |
 //! | the USDC upgrade: quotes and claims | [`upgrade`] |
 //! | the export bundle, per reader | [`export`] |
 
 mod export;
+mod key_events;
 mod mirror;
 mod push;
 mod upgrade;
@@ -63,6 +65,9 @@ const HISTORY_KEY: &str = "history";
 const ENTRY_PREFIX: &str = "h:";
 /// The agent's upgrade invoices (`core::upgrade::invoice::InvoiceBook`).
 const INVOICES_KEY: &str = "invoices";
+/// The agent's key log (`core::key_log::KeyLog::stored_text`), when it has
+/// one (`AgentState::keys` says so, so other agents never read it).
+const KEY_LOG_KEY: &str = "keys";
 
 fn entry_key(sequence: u64) -> String {
     format!("{ENTRY_PREFIX}{sequence:016}")
@@ -112,6 +117,7 @@ impl DurableObject for AgentDO {
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
         match AgentCall::read(req).await? {
             Some(AgentCall::Write(call)) => settle(self.write(call).await, Audience::Write),
+            Some(AgentCall::KeyEvent(call)) => settle(self.key_event(call).await, Audience::Write),
             Some(AgentCall::Export(call)) => Ok(AgentCall::export_answer(self.export(call).await?)),
             Some(AgentCall::Quote(call)) => settle(self.quote(call).await, Audience::Read),
             Some(AgentCall::Claim(call)) => settle(self.claim(call).await, Audience::Read),

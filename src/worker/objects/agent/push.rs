@@ -95,12 +95,10 @@ impl AgentDO {
         let mut kept = Vec::new();
         for w in waiters {
             let readable = may_read_head(record, w.reader.as_deref(), now_ms);
-            let moved = w.held.as_deref() != Some(record.etag());
+            let etag = record.head_etag();
+            let moved = w.held.as_deref() != Some(etag.as_str());
             if readable && moved {
-                let _ = w.tx.send(Waited::Head(
-                    head.clone().into_bytes(),
-                    record.etag().to_owned(),
-                ));
+                let _ = w.tx.send(Waited::Head(head.clone().into_bytes(), etag));
             } else if !readable && w.held.is_some() {
                 let _ = w.tx.send(Waited::NotFound);
             } else {
@@ -166,11 +164,12 @@ impl AgentDO {
                 .await?
                 .unwrap_or_default();
             if let Some(r) = state.record(&agent, &cfg.tiers, call.now_ms) {
-                let newer = call.held.as_deref() != Some(r.etag());
+                let etag = r.head_etag();
+                let newer = call.held.as_deref() != Some(etag.as_str());
                 let readable = may_read_head(&r, call.reader.as_deref(), call.now_ms);
                 if newer && readable {
                     let head = serde_json::to_vec(&r.head(call.now_ms, &cfg.tiers))?;
-                    return Ok(Waited::Head(head, r.etag().to_owned()));
+                    return Ok(Waited::Head(head, etag));
                 }
                 // Access ended between the Worker's read and this call.
                 if !readable && call.held.is_some() {

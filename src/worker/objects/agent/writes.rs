@@ -2,10 +2,11 @@
 //! the commit of state, chain entry, index, mirror ops and the retry alarm in
 //! one atomic storage write.
 
-use super::{entry_key, AgentDO, Stored, HISTORY_KEY, MIRROR_KEY, STATE_KEY};
+use super::{entry_key, AgentDO, Stored, HISTORY_KEY, KEY_LOG_KEY, MIRROR_KEY, STATE_KEY};
 use crate::core::history::HistoryIndex;
+use crate::core::key_log::{KeyLog, KeyState};
 use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
-use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature};
+use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature, Terms};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
 use crate::worker::do_wire::{Reserve, Slot, WriteCall};
 use crate::worker::failure::Failure;
@@ -23,11 +24,26 @@ impl AgentDO {
         let cfg = Config::of(&self.env);
         let _guard = self.lock.acquire().await;
         let storage = self.state.storage();
-        let [state_text, history, mirror] =
-            texts(&storage, [STATE_KEY, HISTORY_KEY, MIRROR_KEY]).await?;
+        // The key log rides in the same storage read (absent for agents
+        // without one, which is every agent that never opted in).
+        let [state_text, history, mirror, log_text] =
+            texts(&storage, [STATE_KEY, HISTORY_KEY, MIRROR_KEY, KEY_LOG_KEY]).await?;
         let mut state: AgentState = parse(STATE_KEY, state_text)?.unwrap_or_default();
+        let key_log = match state.keys {
+            None => None,
+            Some(_) => Some(
+                KeyLog::from_stored(call.agent.clone(), log_text.as_deref()).map_err(|e| {
+                    log::event(
+                        "key_log_unreadable",
+                        &[("agent_id", call.agent.as_str()), ("error", &e)],
+                    );
+                    Failure::Unavailable(None)
+                })?,
+            ),
+        };
+        let key_state = key_log.as_ref().and_then(KeyLog::state);
         let keys = config::service_keys(&self.env);
-        let candidate = match self.decide(&state, &call, &cfg, &keys).await {
+        let candidate = match self.decide(&state, &call, &cfg, &keys, key_state).await {
             Ok(c) => c,
             // A decided rejection: its cooldown persisted, logged, answered.
             Err(Failure::Rejected(rej)) => {
@@ -43,7 +59,9 @@ impl AgentDO {
         let log_line = DecisionLog::accepted(call.agent.as_str(), &candidate).to_line();
         let stored = Stored { history, mirror };
         let (accepted, mirror) = self
-            .commit(&storage, &mut state, candidate, &call, &cfg, &keys, stored)
+            .commit(
+                &storage, &mut state, candidate, &call, &cfg, &keys, stored, key_state,
+            )
             .await?;
         // The write is committed, with the retry alarm armed in the same
         // atomic write, so even a crash before the KV puts still converges.
@@ -70,14 +88,20 @@ impl AgentDO {
         call: &WriteCall,
         cfg: &Config,
         keys: &ServiceKeys,
+        key_state: Option<&KeyState>,
     ) -> Result<Candidate, Failure> {
+        let terms = Terms {
+            signature: Signature::Prechecked,
+            keys: key_state,
+            with_key_event: None,
+        };
         let candidate = write::check(
             state,
             &call.body,
             &call.agent,
             call.now_ms,
             &cfg.tiers,
-            Signature::Prechecked,
+            &terms,
         )?;
         // Sealing needs the service key; without it, refuse rather than
         // seal with a made-up one (checked before a new agent's IP slot is
@@ -126,6 +150,7 @@ impl AgentDO {
         cfg: &Config,
         keys: &ServiceKeys,
         stored: Stored,
+        key_state: Option<&KeyState>,
     ) -> worker::Result<(write::AcceptedBody, Mirror)> {
         let signer = keys.signing.as_ref().ok_or("checked in decide")?;
         let mut history: Option<HistoryIndex> = parse(HISTORY_KEY, stored.history)?;
@@ -152,6 +177,7 @@ impl AgentDO {
                 signer,
                 &keys.keyring,
                 history,
+                key_state,
             )
             .map_err(|e| e.to_string())?;
         let sequence = sealed.history.head.length - 1;
