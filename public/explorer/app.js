@@ -147,6 +147,7 @@ function show(t, ctx) {
 
   drawVerification(t, ctx);
   drawHead(t, ctx, newest);
+  drawKeyLog(t);
   drawCapsule(newest);
   drawDiffChoices(readable);
   drawTimeline(entries);
@@ -154,7 +155,10 @@ function show(t, ctx) {
   $("result").hidden = false;
   const n = entries.length;
   const held = entries.filter((e) => e.withheld).length;
-  const heldNote = held ? ` ${held} withheld (written private).` : "";
+  const disputed = entries.filter((e) => e.disputed).length;
+  const heldNote =
+    (held ? ` ${held} withheld (written private).` : "") +
+    (disputed ? ` ${disputed} disputed (written with a key the owner rotated out).` : "");
   status(
     r.valid
       ? `Verified: ${n} ${n === 1 ? "entry" : "entries"}, every check passes.${heldNote}`
@@ -393,6 +397,35 @@ function drawCapsule(capsule) {
   }
 }
 
+// The agent's key log (docs/PROTOCOL.md §14): which key spoke for it, from
+// when. Shown only when the export carries one.
+function drawKeyLog(t) {
+  const rows = t.key_log ?? [];
+  $("keys-section").hidden = rows.length === 0;
+  if (rows.length === 0) return;
+  const last = rows.at(-1);
+  $("keys-summary").textContent =
+    `${rows.length} key ${rows.length === 1 ? "event" : "events"}; the current key is key ${short(last.public_key)}. ` +
+    "Each entry must be signed by the key the log names for its place in the chain.";
+  const list = $("key-log");
+  list.replaceChildren();
+  for (const r of rows) {
+    const item = el(
+      "li",
+      { class: "key-event" },
+      el("p", { class: "entry-title" }, el("strong", {}, `Event ${r.index}: ${r.kind}`), ` · by the ${r.authority} key · accepted ${r.accepted_at}`),
+    );
+    const dl = el("dl", { class: "facts small" });
+    fact(dl, "Key after it", r.public_key, true);
+    fact(dl, "Signs from", `entry ${r.history_sequence}`);
+    if (r.disputes_after) {
+      fact(dl, "Disputes", `the versions after seq ${r.disputes_after.seq} (the owner's last good write, ${short(r.disputes_after.cursor)})`);
+    }
+    item.append(dl);
+    list.append(item);
+  }
+}
+
 function versionLabel(e) {
   return `seq ${e.seq} (entry ${e.sequence}, ${e.accepted_at})`;
 }
@@ -410,7 +443,8 @@ function drawTimeline(entries) {
     const w = t.withheld;
     const ok = t.failures.length === 0;
     const checks = [...new Set(t.failures.map((f) => f.check))];
-    const badge = !ok ? `✗ failed: ${checks.join(", ")}` : w ? "◌ withheld" : "✓ verified";
+    const d = t.disputed;
+    const badge = !ok ? `✗ failed: ${checks.join(", ")}` : w ? "◌ withheld" : d ? "⚠ disputed" : "✓ verified";
     const title = e
       ? el("strong", {}, `Entry ${e.sequence}`)
       : w
@@ -418,7 +452,7 @@ function drawTimeline(entries) {
         : el("strong", {}, `Item ${t.position} (unreadable)`);
     const item = el(
       "li",
-      { id: `entry-${t.position}`, class: `entry ${ok ? (w ? "withheld" : "ok") : "bad"}`, tabindex: "-1" },
+      { id: `entry-${t.position}`, class: `entry ${ok ? (w ? "withheld" : d ? "disputed" : "ok") : "bad"}`, tabindex: "-1" },
       el(
         "p",
         { class: "entry-title" },
@@ -427,6 +461,7 @@ function drawTimeline(entries) {
         title,
         e ? ` · seq ${e.seq} · accepted ${e.accepted_at}` : "",
         w ? " · written private: its place and seal are checked, its content is not shown to this reader" : "",
+        d ? " · disputed: written with a key the owner has since rotated out, after its last good write; it verifies, and it is not the owner's" : "",
       ),
     );
     if (e || w) {

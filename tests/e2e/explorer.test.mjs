@@ -21,7 +21,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 import { startWorker } from "./harness.mjs";
 import { agentCli, exits, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
-import { newAgent, exampleCapsule, publish } from "./helpers.mjs";
+import { newAgent, exampleCapsule, envelope, publish } from "./helpers.mjs";
+import { freshKey, inception, keysSubmission, rotation } from "./key-helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CHROMIUM = process.env.SELFCAP_CHROMIUM ?? "/usr/bin/chromium";
@@ -413,6 +414,43 @@ test("an agent whose earlier versions were private: verified, with those version
   assert.match(second.cls, /\bok\b/);
   assert.ok(!(await page.content()).includes(secretMotto), "the private version's text reached the page");
   assert.deepEqual(await axeViolations(), []);
+});
+
+test("an agent whose key leaked: the key log is shown, the thief's version is marked disputed, and it all verifies", async () => {
+  const g = freshKey();
+  const n1 = freshKey();
+  const id = g.digest;
+  const signer = (k) => ({ privateKey: k.privateKey, publicHex: k.publicHex, agentId: id });
+  const post = (body) =>
+    w.fetch(`/self/${id}/keys.json`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const first = await publish(w, signer(g), 1, exampleCapsule(id, { self_motto: "The owner's first words." }));
+  assert.equal(first.status, 200);
+  assert.equal((await post(keysSubmission(inception({ genesis: g, next: n1 })))).status, 200);
+  assert.equal((await publish(w, signer(g), 2, exampleCapsule(id, { self_motto: "Written by whoever took the key." }))).status, 200);
+  const log = JSON.parse((await w.fetch(`/self/${id}/keys.json`)).text);
+  const rot = rotation({
+    agentId: id, index: 1, previousHash: log.records[0].hash, authority: "next",
+    revealed: n1, current: n1, next: freshKey(), disputesAfter: { seq: 1, cursor: first.json.cursor },
+  });
+  const back = envelope(signer(n1), 2, exampleCapsule(id, { self_motto: "The owner is back." }));
+  assert.equal((await post(keysSubmission(rot, back))).status, 200);
+
+  await page.goto(`${origin}/explorer?agent=${id}`);
+  await waitForVerdict(/./);
+  assert.match(await text("#status"), /^Verified: 3 entries, every check passes\. 1 disputed/);
+  assert.equal(await page.locator("#keys-section").isHidden(), false);
+  assert.equal(await page.locator("#key-log li").count(), 2);
+  assert.match(await text("#key-log li:nth-child(2)"), /Event 1: rotation · by the next key/);
+  assert.match(await text("#key-log li:nth-child(2)"), /Disputes\s+the versions after seq 1 /);
+  const thief = await entryAt(1);
+  assert.match(thief.cls, /\bdisputed\b/);
+  assert.match(thief.title, /disputed/);
+  assert.match((await entryAt(2)).cls, /\bok\b/);
+  assert.deepEqual(await axeViolations(), []);
+  // An agent without a key log shows no such section.
+  await page.goto(`${origin}/explorer?agent=${owner.id}`);
+  await waitForVerdict(/./);
+  assert.equal(await page.locator("#keys-section").isHidden(), true);
 });
 
 test("keyboard only: tab to the id, type it, Enter; the URL then names the agent", async () => {

@@ -11,6 +11,7 @@ use super::privacy::Withheld;
 use super::verify::{item_label, CheckName, Report};
 use super::{ChainHead, Entry};
 use crate::core::json::Json;
+use crate::core::key_log::{Change, KeyEvent, LastGood, SealedKeyRecord};
 use serde::Serialize;
 
 /// One failed check, where the timeline shows it.
@@ -37,6 +38,10 @@ pub struct TimelineEntry {
     pub withheld: Option<Withheld>,
     /// Every check that failed at this entry; empty: all five pass here.
     pub failures: Vec<Flag>,
+    /// Written by a key its owner rotated out after its last good write
+    /// (docs/PROTOCOL.md §14): it verifies, and it is not the owner's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disputed: bool,
 }
 
 impl TimelineEntry {
@@ -65,6 +70,58 @@ pub struct Timeline {
     pub entries: Vec<TimelineEntry>,
     /// Failures at no single entry: the head, the bundle's own fields.
     pub general: Vec<Flag>,
+    /// The agent's key log as the bundle carries it, oldest first (empty:
+    /// none, or unreadable; the report says which).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub key_log: Vec<KeyLogRow>,
+}
+
+/// One key event, as an auditor reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyLogRow {
+    /// Its index in the log.
+    pub index: u64,
+    /// `inception`, `rotation` or `recommit`.
+    pub kind: &'static str,
+    /// Which key spoke: `genesis`, `next`, `recovery` or `current`.
+    pub authority: &'static str,
+    /// The agent's key after it.
+    pub public_key: String,
+    /// When the service accepted it.
+    pub accepted_at: String,
+    /// The first chain position the key it made current may sign.
+    pub history_sequence: u64,
+    /// A disputing rotation's owner's last good write: `{seq, cursor}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disputes_after: Option<LastGood>,
+}
+
+/// The rows of a bundle's `key_log`, as far as they can be read.
+fn key_log_rows(bundle: &Json) -> Vec<KeyLogRow> {
+    let records = bundle
+        .get("key_log")
+        .and_then(Json::as_array)
+        .unwrap_or(&[]);
+    records
+        .iter()
+        .map_while(|r| {
+            let record = SealedKeyRecord::from_json(r).ok()?;
+            let event = KeyEvent::from_json(&record.event).ok()?;
+            let disputes_after = match &event.change {
+                Change::Rotation { disputes_after, .. } => disputes_after.clone(),
+                _ => None,
+            };
+            Some(KeyLogRow {
+                index: event.index,
+                kind: event.kind(),
+                authority: event.authority(),
+                public_key: event.public_key.to_hex(),
+                accepted_at: record.accepted_at.clone(),
+                history_sequence: record.history_sequence,
+                disputes_after,
+            })
+        })
+        .collect()
 }
 
 /// Verifies `bundle` and attributes every failure: to the entries with its
@@ -84,8 +141,13 @@ pub fn timeline(bundle: &Json, opts: &VerifyOptions) -> Timeline {
                 Ok(Item::Withheld(w)) => (None, Some(w)),
                 Err(_) => (None, None),
             };
+            let sequence = entry
+                .as_ref()
+                .map(|e| e.sequence)
+                .or(withheld.as_ref().map(|w| w.sequence));
             TimelineEntry {
                 position,
+                disputed: sequence.is_some_and(|s| report.disputed.contains(&s)),
                 entry,
                 withheld,
                 failures: Vec::new(),
@@ -131,5 +193,6 @@ pub fn timeline(bundle: &Json, opts: &VerifyOptions) -> Timeline {
         head,
         entries,
         general,
+        key_log: key_log_rows(bundle),
     }
 }

@@ -15,7 +15,7 @@ use sha2::{Digest as _, Sha256};
 
 /// The owner's last good write, named by a disputing rotation: the
 /// outgoing key's versions with a higher `seq` become disputed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LastGood {
     /// The write's `seq`.
     pub seq: u64,
