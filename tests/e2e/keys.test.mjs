@@ -398,6 +398,21 @@ test("bad submissions: JSON, shape, another agent's path, forged signatures, the
   const elsewhere = await post(w, other.digest, keysSubmission(inc));
   assert.equal(elsewhere.status, 422);
   assert.deepEqual(elsewhere.json.reason_codes, ["bad_key_event"]);
+  // An inception by any key but the genesis key is refused before the
+  // agent's object is woken (it logs every refusal it decides; none here).
+  const before = w.logs.length;
+  const impostor = freshKey();
+  const foreign = await post(w, id, keysSubmission(inception({ agentId: id, genesis: impostor, next: freshKey() })));
+  assert.equal(foreign.status, 422, foreign.text);
+  assert.deepEqual(foreign.json.reason_codes, ["agent_id"]);
+  assert.ok(!w.logs.slice(before).some((l) => l.message.includes("key_event_refused")), "the object was not asked");
+  // (A well-formed event it must decide is logged there: the control.)
+  const stranger = freshKey();
+  const stale = rotation({ agentId: id, index: 1, previousHash: "00".repeat(32), authority: "next", revealed: stranger, current: stranger, next: freshKey() });
+  const staleAnswer = await post(w, id, keysSubmission(stale));
+  assert.equal(staleAnswer.status, 409, staleAnswer.text);
+  assert.deepEqual(staleAnswer.json.reason_codes, ["key_event_stale"]);
+  assert.ok(w.logs.slice(before).some((l) => l.message.includes("key_event_refused")), "the object logs what it decides");
   const tooBig = await post(w, id, JSON.stringify({ event: inc, pad: "x".repeat(80 * 1024) }));
   assert.equal(tooBig.status, 413);
   assert.equal((await keyLog(w, id)).records.length, 0, "nothing refused was stored");
