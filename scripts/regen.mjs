@@ -73,6 +73,15 @@ const GENERATORS = [
     generator: "`tests/key_log_vectors.rs`",
   },
   {
+    name: "watch-vectors",
+    files: ["tests/vectors/watch/*.json"],
+    blocks: [],
+    what: "the projection vectors: watches resolved against a ddv1 catalog, and their cursors",
+    source: "the case list in `tests/watch_vectors.rs`",
+    rust: { target: "--test watch_vectors", test: "projection_file_matches_the_specified_cases" },
+    generator: "`tests/watch_vectors.rs`",
+  },
+  {
     name: "lexicon",
     files: ["src/core/safety/lexicon/table.rs"],
     blocks: [],

@@ -27,6 +27,9 @@
 //! | MCP tools: catalogue, arguments, patches  | [`mcp`]     |
 //! | rehydration prompt rendering              | [`render`]  |
 //! | push on change: watch caps, close codes, long-poll `wait` | [`watch`] |
+//! | key rotation and recovery: the key log, its rules and verifier | [`key_log`] |
+//! | the ddv1 world feed as served; the stack map | [`world`] |
+//! | projected watch feeds: selection, cursor, latest | [`projection`] |
 //!
 //! The unit tests build their capsules with `testing` (compiled for them
 //! only): the spec's example, or the minimal capsule, and one member set.
@@ -46,6 +49,7 @@ pub mod limits;
 pub mod mcp;
 pub mod mirror;
 pub mod model;
+pub mod projection;
 pub mod quota;
 pub mod read_auth;
 pub mod reason;
@@ -57,6 +61,7 @@ pub mod upgrade;
 pub mod urls;
 pub mod validate;
 pub mod watch;
+pub mod world;
 pub mod write;
 
 #[cfg(test)]

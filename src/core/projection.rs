@@ -1,0 +1,265 @@
+//! Projected watch feeds (issue 32; seed "Projected watch feeds"): the part
+//! of the ddv1 world feed an agent's `watch` selects, and a cursor that
+//! moves only when that part does. Pure: the Worker fetches and stores the
+//! world ([`crate::core::world`]); everything decided about a projection is
+//! decided here.
+//!
+//! **Selection, never interpretation.** A watch resolves to the union of
+//! its `sources` found in the catalog, the catalog's sources carrying any of
+//! its `tags`, and the sources its `stacks` map to (by the committed stack
+//! map). Matches are exact (a stack name is lowercased, nothing else); what
+//! matches nothing is listed back as unresolved. The union differs from the
+//! peer client's filter, which ANDs sources with tags: a watch here only
+//! ever adds sources.
+//!
+//! **The cursor** is `sha256:` + hex SHA-256 of the RFC 8785 bytes of
+//! `{"basis": "watch_v1", "sources": [[id, cursor|null], …]}` over the
+//! resolved ids (sorted) and each one's upstream cursor as the last good
+//! snapshot holds it. The upstream's cursors hash exactly the items served,
+//! so it moves iff the projected items do: equal on every edge, equal for two
+//! agents whose watches resolve alike, blind to watch order, unmoved by
+//! unwatched sources, and unmoved by an outage (a failed source keeps its
+//! last cursor).
+
+use crate::core::jcs;
+use crate::core::json::Json;
+use crate::core::model::Watch;
+use crate::core::world::ddv1::{Batch, Catalog, BUCKETS};
+use crate::core::world::stacks::Stacks;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The cursor's basis, so a future definition cannot collide with this one.
+pub const BASIS: &str = "watch_v1";
+/// At most this many sources per projection (sorted by id; the rest are
+/// reported in [`Resolved::over_cap`]).
+pub const MAX_SOURCES: usize = 50;
+/// At most this many items per source in `latest` (the newest).
+pub const MAX_ITEMS_PER_SOURCE: usize = 50;
+/// At most this many bytes of items in `latest`; sources past it are listed
+/// as truncated, with where to read them whole.
+pub const MAX_LATEST_BYTES: usize = 512 * 1024;
+
+/// What a watch named that matches nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Unresolved {
+    /// Source ids not in the catalog.
+    pub sources: Vec<String>,
+    /// Tags no catalog source carries.
+    pub tags: Vec<String>,
+    /// Stack names the map does not know, or whose sources are none in the
+    /// catalog.
+    pub stacks: Vec<String>,
+}
+
+/// A watch resolved against a catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Resolved {
+    /// The selected source ids, sorted, at most [`MAX_SOURCES`].
+    pub sources: Vec<String>,
+    /// For each selected source, why: `source:<id>`, `tag:<tag>`,
+    /// `stack:<name>` (sorted).
+    pub via: BTreeMap<String, Vec<String>>,
+    /// What matched nothing.
+    pub unresolved: Unresolved,
+    /// Sources selected past the cap (sorted), not projected.
+    pub over_cap: Vec<String>,
+}
+
+/// Resolves `watch` against the catalog and the stack map (see the module
+/// comment).
+pub fn resolve(watch: &Watch, catalog: &Catalog, stacks: &Stacks) -> Resolved {
+    let mut via: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut unresolved = Unresolved::default();
+    let mut add = |id: &str, why: String| {
+        via.entry(id.to_owned()).or_default().insert(why);
+    };
+    for id in watch.sources.iter().flatten() {
+        if catalog.sources.contains_key(id) {
+            add(id, format!("source:{id}"));
+        } else {
+            unresolved.sources.push(id.clone());
+        }
+    }
+    for tag in watch.tags.iter().flatten() {
+        let matching: Vec<&String> = catalog
+            .sources
+            .values()
+            .filter(|s| s.tags.iter().any(|t| t == tag))
+            .map(|s| &s.id)
+            .collect();
+        if matching.is_empty() {
+            unresolved.tags.push(tag.clone());
+        }
+        for id in matching {
+            add(id, format!("tag:{tag}"));
+        }
+    }
+    for name in watch.stacks.iter().flatten() {
+        let known: Vec<&String> = stacks
+            .sources(name)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|id| catalog.sources.contains_key(*id))
+            .collect();
+        if known.is_empty() {
+            unresolved.stacks.push(name.clone());
+        }
+        for id in known {
+            add(id, format!("stack:{}", name.to_lowercase()));
+        }
+    }
+    for list in [
+        &mut unresolved.sources,
+        &mut unresolved.tags,
+        &mut unresolved.stacks,
+    ] {
+        list.sort();
+        list.dedup();
+    }
+    let mut sources: Vec<String> = via.keys().cloned().collect();
+    let over_cap = sources.split_off(sources.len().min(MAX_SOURCES));
+    let via = via
+        .into_iter()
+        .filter(|(id, _)| sources.binary_search(id).is_ok())
+        .map(|(id, why)| (id, why.into_iter().collect()))
+        .collect();
+    Resolved {
+        sources,
+        via,
+        unresolved,
+        over_cap,
+    }
+}
+
+/// The projected cursor over `(id, upstream cursor)` pairs, sorted by id
+/// (see the module comment).
+pub fn watch_cursor(pairs: &[(String, Option<String>)]) -> String {
+    let sources = pairs
+        .iter()
+        .map(|(id, c)| {
+            Json::Array(vec![
+                Json::from(id.as_str()),
+                c.as_deref().map_or(Json::Null, Json::from),
+            ])
+        })
+        .collect();
+    jcs::cursor(&Json::Object(vec![
+        ("basis".into(), Json::from(BASIS)),
+        ("sources".into(), Json::Array(sources)),
+    ]))
+}
+
+/// The `(id, cursor)` pairs of `resolved` as the snapshot `cursors` holds
+/// them (a source the snapshot never fetched counts as `null`).
+pub fn pairs(
+    resolved: &Resolved,
+    cursors: &BTreeMap<String, Option<String>>,
+) -> Vec<(String, Option<String>)> {
+    resolved
+        .sources
+        .iter()
+        .map(|id| (id.clone(), cursors.get(id).cloned().flatten()))
+        .collect()
+}
+
+/// A source left out of `latest` whole, and where to read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Truncated {
+    /// The source.
+    pub source_id: String,
+    /// Its upstream batch (relative to the upstream's base URL).
+    pub full_url: String,
+}
+
+/// The projected `latest`: its buckets (items verbatim), what was cut, and
+/// the counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latest {
+    /// Items by bucket ([`BUCKETS`] order), each sorted by
+    /// `(published_at, source, id)` compared as strings (upstream times are
+    /// not all parseable: some have no zone).
+    pub buckets: [Vec<Json>; 4],
+    /// Sources whose items did not fit, whole.
+    pub truncated: Vec<Truncated>,
+    /// Sources with more than [`MAX_ITEMS_PER_SOURCE`] items, cut to their
+    /// newest.
+    pub capped: Vec<String>,
+}
+
+fn text<'a>(item: &'a Json, key: &str) -> &'a str {
+    item.get(key).and_then(Json::as_str).unwrap_or("")
+}
+
+fn order_key(item: &Json, source: &str) -> (String, String, String) {
+    (
+        text(item, "published_at").to_owned(),
+        source.to_owned(),
+        text(item, "id").to_owned(),
+    )
+}
+
+/// Assembles `latest` from the stored batches of the resolved sources, in
+/// id order: at most [`MAX_ITEMS_PER_SOURCE`] per source (its newest by
+/// `(published_at, id)`), at most [`MAX_LATEST_BYTES`] of items (a source
+/// that would cross it is listed in `truncated` whole, and the sources after
+/// it still get their turn). Deterministic: the same batches give the same
+/// bytes.
+pub fn latest(resolved: &Resolved, batches: &BTreeMap<String, Batch>) -> Latest {
+    let mut out = Latest {
+        buckets: Default::default(),
+        truncated: Vec::new(),
+        capped: Vec::new(),
+    };
+    let mut bytes = 0usize;
+    for id in &resolved.sources {
+        let Some(batch) = batches.get(id) else {
+            continue;
+        };
+        let mut items: Vec<(usize, &Json)> = batch
+            .buckets
+            .iter()
+            .enumerate()
+            .flat_map(|(b, items)| items.iter().map(move |i| (b, i)))
+            .collect();
+        if items.len() > MAX_ITEMS_PER_SOURCE {
+            // Newest first, then keep the first MAX.
+            items.sort_by_key(|i| std::cmp::Reverse(order_key(i.1, id)));
+            items.truncate(MAX_ITEMS_PER_SOURCE);
+            out.capped.push(id.clone());
+        }
+        let size: usize = items
+            .iter()
+            .map(|(_, i)| jcs::canonicalize(i).len() + 1)
+            .sum();
+        if bytes + size > MAX_LATEST_BYTES {
+            out.truncated.push(Truncated {
+                source_id: id.clone(),
+                full_url: format!("/diff/source/{id}/latest.json"),
+            });
+            continue;
+        }
+        bytes += size;
+        for (b, item) in items {
+            out.buckets[b].push(item.clone());
+        }
+    }
+    for bucket in &mut out.buckets {
+        bucket.sort_by_key(|i| order_key(i, text(i, "source")));
+    }
+    out
+}
+
+impl Latest {
+    /// Items per bucket, in [`BUCKETS`] order.
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        BUCKETS
+            .iter()
+            .zip(&self.buckets)
+            .map(|(name, b)| (*name, b.len()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
