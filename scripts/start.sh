@@ -24,16 +24,31 @@ fi
 port="${PORT:-8787}"
 persist=(--persist-to .wrangler/state)
 origin=(--var "SELFCAP_PUBLIC_ORIGIN:http://127.0.0.1:$port")
+# Projected watch feeds read a ddv1 world feed: by default the fixture feed
+# (tests/fixtures/ddv1/), served on loopback beside the Worker, so the
+# feature works offline; a SELFCAP_WATCH_UPSTREAM var of the caller's own
+# (a real ddv1 upstream) replaces it, and no fixture is started.
+fixture_port="${WATCH_FIXTURE_PORT:-8788}"
+upstream=(--var "SELFCAP_WATCH_UPSTREAM:http://127.0.0.1:$fixture_port")
 for arg in "$@"; do
   case "$arg" in
     --persist-to|--persist-to=*) persist=() ;;
     *SELFCAP_PUBLIC_ORIGIN*) origin=() ;;
+    *SELFCAP_WATCH_UPSTREAM*) upstream=() ;;
   esac
 done
 # Build once up front (wrangler's [build] hook then finds build/ up to date).
 bash scripts/build-worker.sh
-exec npx --no-install wrangler dev \
+if [[ ${#upstream[@]} -gt 0 ]]; then
+  node scripts/ddv1-fixture-server.mjs --port "$fixture_port" --state v1 &
+  fixture_pid=$!
+  trap 'kill "$fixture_pid" 2>/dev/null || true' EXIT INT TERM
+fi
+# --test-scheduled: GET /__scheduled runs the cron trigger (the world
+# refresh) on demand, as wrangler dev does not run cron triggers itself.
+npx --no-install wrangler dev \
   --ip 127.0.0.1 --port "$port" \
   --show-interactive-dev-session=false \
-  "${persist[@]}" "${origin[@]}" \
+  --test-scheduled \
+  "${persist[@]}" "${origin[@]}" "${upstream[@]}" \
   "$@"

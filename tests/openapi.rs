@@ -56,6 +56,10 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ("keys.json", READ_STATUSES, READ_CODES),
     ("keys", KEYS_STATUSES, KEYS_CODES),
     ("watch", WATCH_STATUSES, WATCH_CODES),
+    // The projected watch feeds (`urls::FEED_PATHS`, ?agent_id=…, §15).
+    ("watch/head", FEED_STATUSES, FEED_CODES),
+    ("watch/latest", FEED_STATUSES, FEED_CODES),
+    ("watch/digest", FEED_STATUSES, FEED_CODES),
 ];
 
 // 403: key_rotated, a signed read by a key the reader's own key log rotated out.
@@ -63,6 +67,8 @@ const READ_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 503];
 const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 410, 503];
 const KEYS_STATUSES: &[u16] = &[200, 304, 503];
 const WATCH_STATUSES: &[u16] = &[101, 400, 401, 403, 426, 503];
+// 402: watch_requires_pro, a free agent's feed (with where to upgrade).
+const FEED_STATUSES: &[u16] = &[200, 304, 400, 401, 402, 403, 404, 503];
 const PUT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
 /// `POST keys.json` (a key event, with the envelope it may carry).
 const KEY_EVENT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
@@ -97,6 +103,24 @@ const WATCH_CODES: &[&str] = &[
     "read_signature_expired",
     "read_signature_replayed",
     "key_rotated",
+];
+/// A projected watch feed (src/worker/handlers/feed.rs): the query, the
+/// upstream configured, a signed read's refusals (a watch is capsule
+/// content, read as the capsule is, §12), the capsule, its watch and tier,
+/// the world snapshot.
+const FEED_CODES: &[&str] = &[
+    "bad_query",
+    "bad_agent_id",
+    "watch_not_configured",
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
+    "key_rotated",
+    "capsule_not_found",
+    "watch_not_set",
+    "watch_requires_pro",
+    "upstream_unavailable",
+    "service_unavailable",
 ];
 const HISTORY_CODES: &[&str] = &[
     "read_signature_invalid",
@@ -222,6 +246,11 @@ const NOT_ON_PUT: &[&str] = &[
     "payment_already_claimed",
     "payment_provider_unavailable",
     "upgrades_not_configured",
+    // The projected watch feeds' own codes answer only their reads.
+    "watch_not_set",
+    "watch_requires_pro",
+    "watch_not_configured",
+    "upstream_unavailable",
 ];
 
 /// The PUT codes a key event never gets: it is exempt from the write quota
@@ -428,10 +457,12 @@ fn check_operation(
                 "{what} {status}: Retry-After"
             );
         }
-        // Reads of documents carry their entity tag; writes (PUT capsule.json,
-        // POST keys.json) answer no-store bodies without one.
+        // Reads of documents (and of the projected feeds) carry their entity
+        // tag; writes (PUT capsule.json, POST keys.json) answer no-store
+        // bodies without one.
         let read = what.starts_with("get ") || what.starts_with("head ");
-        if [200, 304].contains(status) && what.contains(".json") && read {
+        let feed = urls::FEED_PATHS.iter().any(|(_, p)| what.ends_with(p));
+        if [200, 304].contains(status) && (what.contains(".json") || feed) && read {
             assert!(headers.contains("ETag"), "{what} {status}: ETag");
         }
         if *status == 204 {
@@ -607,6 +638,7 @@ fn every_ref_resolves_to_a_file_in_schemas() {
         "export.schema.json",
         "keys.schema.json",
         "key_log.schema.json",
+        "feed.schema.json",
     ] {
         assert!(external.contains(f), "openapi.json does not reference {f}");
     }
@@ -1787,5 +1819,414 @@ fn key_log_vectors_match_the_documented_answers() {
             "records": v["log"],
         });
         assert_valid(&get_ok, &body, &format!("{name}: log and keys"));
+    }
+}
+
+// ---------------------------------------------------------------- watch feeds
+
+mod feeds {
+    //! The projected watch feeds (docs/PROTOCOL.md §15): the three bodies
+    //! and the refusals as `core::projection::feed` makes them, validated
+    //! against what openapi.json documents for `GET /api/v1/watch/*`.
+
+    use super::*;
+    use self_capsule::core::jcs;
+    use self_capsule::core::limits::Tier;
+    use self_capsule::core::model::Watch;
+    use self_capsule::core::projection::feed::{admit, parse_query, project, Projection};
+    use self_capsule::core::reason::Refusal;
+    use self_capsule::core::urls::FeedDoc;
+    use self_capsule::core::world::ddv1::Batch;
+    use self_capsule::core::world::refresh::{SourceState, WorldPointer};
+    use self_capsule::core::world::stacks::Stacks;
+
+    const UPSTREAM: &str = "https://world.example";
+
+    fn c(n: u8) -> String {
+        format!("sha256:{}", format!("{n:02x}").repeat(32))
+    }
+
+    fn source(tags: &[&str], cursor: Option<String>, counts: [u32; 4]) -> SourceState {
+        SourceState {
+            cursor,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            enabled: true,
+            status: Some("ok".into()),
+            stale: false,
+            ttl_sec: Some(600),
+            counts,
+        }
+    }
+
+    /// A snapshot: two cloud-status sources (gcp_status moved in the last
+    /// change), a security source with 60 flagged items (past the per-source
+    /// cap), one whose items cross the byte cap, one never fetched (null
+    /// cursor, no status) and 55 `bulk` sources (past the 50-source cap).
+    fn world() -> WorldPointer {
+        let mut sources: BTreeMap<String, SourceState> = [
+            ("aws_status", source(&["cloud-status"], Some(c(1)), [0; 4])),
+            (
+                "gcp_status",
+                source(&["cloud-status"], Some(c(2)), [1, 0, 0, 0]),
+            ),
+            ("cisa_kev", source(&["security"], Some(c(3)), [0, 0, 0, 60])),
+            (
+                "hn_front_page",
+                source(&["news"], Some(c(4)), [48, 0, 0, 0]),
+            ),
+            (
+                "github_changelog",
+                SourceState {
+                    enabled: false,
+                    status: None,
+                    stale: true,
+                    ..source(&["news"], None, [0; 4])
+                },
+            ),
+        ]
+        .into_iter()
+        .map(|(id, s)| (id.to_owned(), s))
+        .collect();
+        for i in 0..55 {
+            sources.insert(
+                format!("bulk_{i:02}"),
+                source(&["bulk"], Some(c(5)), [0; 4]),
+            );
+        }
+        let prev = sources
+            .iter()
+            .map(|(id, s)| (id.clone(), s.cursor.clone()))
+            .chain([("gcp_status".to_owned(), Some(c(12)))])
+            .collect();
+        WorldPointer {
+            world_cursor: Some(c(90)),
+            upstream_generated_at: Some("2026-03-15T11:55:46Z".into()),
+            etag: Some("\"abc\"".into()),
+            checked_at_ms: T0,
+            catalog_at_ms: T0,
+            stale_since_ms: None,
+            sources,
+            prev,
+        }
+    }
+
+    /// An upstream item as ddv1 writes it (`excerpt` long to fill bytes).
+    fn item(source: &str, id: &str, published_at: &str, excerpt: usize) -> Value {
+        json!({
+            "source": source,
+            "id": id,
+            "url": format!("https://{source}.fixture.example/{id}"),
+            "published_at": published_at,
+            "headline": format!("Item {id}"),
+            "content": {"excerpt_text": "x".repeat(excerpt), "lang": "en"},
+            "provenance": {
+                "fetched_at": "2026-03-15T00:00:00Z",
+                "evidence_urls": [],
+                "content_hash": c(7),
+            },
+            "signals": {"severity": {"level": "high"}},
+        })
+    }
+
+    /// The stored batches of the snapshot's sources, as the handler reads them.
+    fn batches(w: &WorldPointer) -> BTreeMap<String, Batch> {
+        let mut out = BTreeMap::new();
+        let mut add = |id: &str, buckets: Value| {
+            let v = json!({"source_id": id, "cursor": w.sources[id].cursor, "buckets": buckets});
+            out.insert(id.to_owned(), Batch::parse(&to_json(&v), id).unwrap());
+        };
+        add(
+            "gcp_status",
+            json!({"items": [item("gcp_status", "FX0003", "2026-03-15T12:05:00Z", 40)], "updated": [], "removed": []}),
+        );
+        add(
+            "aws_status",
+            json!({"items": [], "updated": [], "removed": [], "retracted": []}),
+        );
+        // The schema's bucket names, zone-less times, 60 flagged items.
+        let flagged: Vec<Value> = (0..60)
+            .map(|i| {
+                item(
+                    "cisa_kev",
+                    &format!("CVE-2099-{i:04}"),
+                    &format!("2026-02-{:02}T00:00:00", i % 28 + 1),
+                    40,
+                )
+            })
+            .collect();
+        add(
+            "cisa_kev",
+            json!({"new": [], "updated": [], "removed": [], "flagged": flagged}),
+        );
+        let big: Vec<Value> = (0..48)
+            .map(|i| {
+                item(
+                    "hn_front_page",
+                    &format!("{i}"),
+                    "2026-03-15T10:00:00Z",
+                    12_000,
+                )
+            })
+            .collect();
+        add("hn_front_page", json!({"items": big}));
+        out
+    }
+
+    fn watch(tags: &[&str], sources: &[&str], stacks: &[&str]) -> Watch {
+        let list = |l: &[&str]| (!l.is_empty()).then(|| l.iter().map(|s| s.to_string()).collect());
+        Watch {
+            tags: list(tags),
+            sources: list(sources),
+            stacks: list(stacks),
+        }
+    }
+
+    fn agent() -> AgentId {
+        key(41).agent_id()
+    }
+
+    /// The 200 schema of `doc` as openapi.json documents it.
+    fn ok_validator(doc: FeedDoc) -> Validator {
+        let d = openapi();
+        let r = d["paths"][doc.path()]["get"]["responses"]["200"]["$ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no 200", doc.path()))
+            .trim_start_matches('#')
+            .to_owned();
+        openapi_validator(&format!("{r}/content/application~1json/schema"))
+    }
+
+    fn file_validator(def: &str) -> Validator {
+        compile(&json!({"$ref": format!("{ID_BASE}feed.schema.json#/$defs/{def}")})).unwrap()
+    }
+
+    fn value(j: &Json) -> Value {
+        serde_json::from_str(&jcs::canonicalize(j)).unwrap()
+    }
+
+    /// Every body of `p`, each checked against its route's 200 schema and
+    /// its definition in feed.schema.json.
+    fn bodies(p: &Projection, w: &WorldPointer, what: &str) -> [Value; 3] {
+        let now = T0 + 60_000;
+        let head = to_value(&p.head(&agent(), w, now));
+        let latest = value(&p.latest(w, &batches(w), now));
+        let digest = value(&p.digest(w, now));
+        for (doc, def, body) in [
+            (FeedDoc::Head, "head", &head),
+            (FeedDoc::Latest, "latest", &latest),
+            (FeedDoc::Digest, "digest", &digest),
+        ] {
+            let what = format!("{what}: {def}");
+            assert_valid(
+                &ok_validator(doc),
+                body,
+                &format!("{what} (openapi GET 200)"),
+            );
+            assert_valid(&file_validator(def), body, &what);
+            assert_valid(&validator_for_file("feed.schema.json"), body, &what);
+            assert_eq!(body["cursor"], p.cursor.as_str(), "{what}: one cursor");
+        }
+        [head, latest, digest]
+    }
+
+    #[test]
+    fn feed_bodies_from_the_core_validate() {
+        let w = world();
+        // Tags, sources and stacks, some of each matching nothing.
+        let cloud = project(
+            &watch(
+                &["cloud-status", "security", "ai"],
+                &["hn_front_page", "github_changelog", "no_such_source"],
+                &["GCP", "left-pad"],
+            ),
+            &w,
+            Stacks::committed(),
+        );
+        let [head, latest, digest] = bodies(&cloud, &w, "cloud");
+        assert_eq!(head["changed"], true, "gcp_status moved");
+        assert_eq!(head["unresolved"]["tags"], json!(["ai"]));
+        assert_eq!(head["unresolved"]["stacks"], json!(["left-pad"]));
+        assert_eq!(latest["schema_version"], "1.2.0");
+        assert_eq!(latest["capped"], json!(["cisa_kev"]));
+        assert_eq!(latest["truncated"][0]["source_id"], "hn_front_page");
+        assert_eq!(latest["buckets"]["flagged"].as_array().unwrap().len(), 50);
+        let never = digest["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source_id"] == "github_changelog")
+            .unwrap();
+        assert_eq!(
+            (&never["cursor"], &never["status"]),
+            (&Value::Null, &Value::Null)
+        );
+        assert!(digest.get("over_cap").is_none());
+
+        // Past the 50-source cap; an upstream never read and down since.
+        let mut down = w.clone();
+        down.world_cursor = None;
+        down.upstream_generated_at = None;
+        down.stale_since_ms = Some(T0);
+        let bulk = project(&watch(&["bulk"], &[], &[]), &down, Stacks::committed());
+        let [head, latest, digest] = bodies(&bulk, &down, "bulk");
+        assert_eq!(digest["over_cap"].as_array().unwrap().len(), 5);
+        assert_eq!(head["sources_included"].as_array().unwrap().len(), 50);
+        assert_eq!(
+            (&head["world"]["cursor"], head["all_clear"].as_bool()),
+            (&Value::Null, Some(false))
+        );
+        assert_eq!(latest["stale"], true);
+        assert!(latest.get("truncated").is_none() && latest.get("capped").is_none());
+
+        // Nothing selected at all.
+        let none = project(&watch(&["no-such-tag"], &[], &[]), &w, Stacks::committed());
+        let [head, _, _] = bodies(&none, &w, "none");
+        assert_eq!(head["all_clear"], true);
+
+        // The ETag is the cursor's hex, quoted, as documented.
+        let etag = openapi_validator("/components/headers/ETag/schema");
+        assert_valid(&etag, &json!(format!("\"{}\"", cloud.etag())), "feed ETag");
+        assert_eq!(format!("sha256:{}", cloud.etag()), cloud.cursor);
+
+        // The schemas are strict where the service is: a stray member fails,
+        // an item without a string id fails; an item's own members pass.
+        let [mut head, mut latest, mut digest] = bodies(&cloud, &w, "cloud");
+        for (def, body) in [
+            ("head", &mut head),
+            ("latest", &mut latest),
+            ("digest", &mut digest),
+        ] {
+            body["extra"] = json!(1);
+            assert!(
+                !errors(&file_validator(def), body).is_empty(),
+                "{def}: a stray member passes"
+            );
+        }
+        let v = ok_validator(FeedDoc::Latest);
+        let [_, mut latest, _] = bodies(&cloud, &w, "cloud");
+        latest["buckets"]["items"][0]["x_anything"] = json!({"kept": true});
+        assert_valid(&v, &latest, "an item with a member of its own");
+        latest["buckets"]["items"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("id");
+        assert!(
+            !errors(&v, &latest).is_empty(),
+            "an item without an id passes"
+        );
+    }
+
+    /// The served head's members are exactly the schema's.
+    #[test]
+    fn the_feed_head_fields_match_the_schema() {
+        let w = world();
+        let p = project(&watch(&["cloud-status"], &[], &[]), &w, Stacks::committed());
+        let head = to_value(&p.head(&agent(), &w, T0));
+        let served: BTreeSet<&String> = head.as_object().unwrap().keys().collect();
+        let schema = load("schemas/feed.schema.json");
+        let documented: BTreeSet<&String> = schema["$defs"]["head"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(
+            served, documented,
+            "FeedHead vs feed.schema.json#/$defs/head"
+        );
+    }
+
+    /// A refusal's body as `worker::http::error_body_with` writes it to a
+    /// read: `{"error", "detail"?, "retry_after_sec"?}` and its links.
+    fn refusal_body(r: &Refusal) -> Value {
+        let mut v = json!({ "error": r.code.as_str() });
+        if let Some(d) = &r.detail {
+            v["detail"] = json!(d);
+        }
+        if let Some(s) = r.retry_after_sec {
+            v["retry_after_sec"] = json!(s);
+        }
+        for (name, url) in &r.links {
+            v[*name] = json!(url);
+        }
+        v
+    }
+
+    #[test]
+    fn feed_refusals_from_the_core_validate_under_their_documented_status() {
+        let id = agent().to_string();
+        let mut cases: Vec<(&str, Refusal)> = Vec::new();
+        for (what, q) in [
+            ("no agent_id", vec![]),
+            (
+                "agent_id twice",
+                vec![("agent_id", id.as_str()), ("agent_id", id.as_str())],
+            ),
+            (
+                "another parameter",
+                vec![("agent_id", id.as_str()), ("tags", "x")],
+            ),
+            ("bad agent_id", vec![("agent_id", "ABC")]),
+        ] {
+            cases.push((what, parse_query(q).unwrap_err()));
+        }
+        let mut capsule = capsules::example_for(&id);
+        cases.push((
+            "no watch",
+            admit(&to_json(&capsule), Tier::Pro, UPSTREAM).unwrap_err(),
+        ));
+        capsule["watch"] = json!({"tags": ["cloud-status"]});
+        let with = to_json(&capsule);
+        cases.push(("free", admit(&with, Tier::Free, UPSTREAM).unwrap_err()));
+        for tier in [Tier::Pro, Tier::Plus] {
+            assert!(admit(&with, tier, UPSTREAM).is_ok());
+        }
+        let error_schema = validator_for_file("error.schema.json");
+        let doc = openapi();
+        let mut statuses_seen = BTreeSet::new();
+        for (path, op) in urls::FEED_PATHS
+            .iter()
+            .map(|(_, p)| (p, &doc["paths"][*p]["get"]))
+        {
+            let responses = statuses(&doc, op);
+            for (what, r) in &cases {
+                let status = r.code.http_status();
+                let body = refusal_body(r);
+                assert_valid(&error_schema, &body, what);
+                let resp = responses
+                    .get(&status)
+                    .unwrap_or_else(|| panic!("{what}: {status} not documented on {path}"));
+                assert!(
+                    reason_codes_of(resp).contains(&r.code.as_str().to_owned()),
+                    "{what}: {} not listed under {status} on {path}",
+                    r.code
+                );
+                let r = op["responses"][status.to_string()]["$ref"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches('#');
+                assert_valid(
+                    &openapi_validator(&format!("{r}/content/application~1json/schema")),
+                    &body,
+                    &format!("{what} (openapi GET {path} {status})"),
+                );
+                statuses_seen.insert(status);
+            }
+        }
+        assert_eq!(
+            statuses_seen,
+            [400, 402, 404].into_iter().collect(),
+            "statuses exercised"
+        );
+        // The 402 says where to upgrade and where the upstream feed is.
+        let free = refusal_body(&cases.last().unwrap().1);
+        assert_eq!(free["upgrade_url"], urls::QUOTE_PATH);
+        assert_eq!(
+            free["upstream_head_url"],
+            format!("{UPSTREAM}/diff/head.json")
+        );
+        assert_eq!(
+            free["upstream_sources_url"],
+            format!("{UPSTREAM}/diff/sources.json")
+        );
     }
 }

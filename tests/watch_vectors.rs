@@ -144,7 +144,7 @@ fn projection_file_matches_the_specified_cases() {
             sources: list("sources"),
             stacks: list("stacks"),
         };
-        let r = resolve(&watch, &cat, &stacks);
+        let r = resolve(&watch, &cat, stacks);
         assert_eq!(r.sources, strings(case.sources), "{}", case.name);
         assert_eq!(
             r.unresolved.sources,

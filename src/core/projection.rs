@@ -29,6 +29,8 @@ use crate::core::world::stacks::Stacks;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod feed;
+
 /// The cursor's basis, so a future definition cannot collide with this one.
 pub const BASIS: &str = "watch_v1";
 /// At most this many sources per projection (sorted by id; the rest are
@@ -119,11 +121,11 @@ pub fn resolve(watch: &Watch, catalog: &Catalog, stacks: &Stacks) -> Resolved {
     }
     let mut sources: Vec<String> = via.keys().cloned().collect();
     let over_cap = sources.split_off(sources.len().min(MAX_SOURCES));
-    let via = via
-        .into_iter()
-        .filter(|(id, _)| sources.binary_search(id).is_ok())
-        .map(|(id, why)| (id, why.into_iter().collect()))
-        .collect();
+    let via = crate::core::world::map_of(
+        via.into_iter()
+            .filter(|(id, _)| sources.binary_search(id).is_ok())
+            .map(|(id, why)| (id, why.into_iter().collect())),
+    );
     Resolved {
         sources,
         via,
@@ -199,6 +201,25 @@ fn order_key(item: &Json, source: &str) -> (String, String, String) {
     )
 }
 
+/// The positions of `items` in `(published_at, source, id)` order, the
+/// position breaking ties. Sorted as one joined string per item (fields
+/// joined by NUL, which sorts below every other character, so the order is
+/// the tuple's): the Worker already has a sort of strings, and each sort of
+/// another key type would add kilobytes to its wasm.
+fn order_of<'a>(items: impl Iterator<Item = (&'a Json, &'a str)>) -> Vec<usize> {
+    let mut keys: Vec<String> = items
+        .enumerate()
+        .map(|(i, (item, source))| {
+            let (published, source, id) = order_key(item, source);
+            format!("{published}\0{source}\0{id}\0{i:010}")
+        })
+        .collect();
+    keys.sort();
+    keys.iter()
+        .filter_map(|k| k.rsplit('\0').next()?.parse().ok())
+        .collect()
+}
+
 /// Assembles `latest` from the stored batches of the resolved sources, in
 /// id order: at most [`MAX_ITEMS_PER_SOURCE`] per source (its newest by
 /// `(published_at, id)`), at most [`MAX_LATEST_BYTES`] of items (a source
@@ -223,9 +244,10 @@ pub fn latest(resolved: &Resolved, batches: &BTreeMap<String, Batch>) -> Latest 
             .flat_map(|(b, items)| items.iter().map(move |i| (b, i)))
             .collect();
         if items.len() > MAX_ITEMS_PER_SOURCE {
-            // Newest first, then keep the first MAX.
-            items.sort_by_key(|i| std::cmp::Reverse(order_key(i.1, id)));
-            items.truncate(MAX_ITEMS_PER_SOURCE);
+            // Keep the newest MAX: the last ones in order.
+            let order = order_of(items.iter().map(|(_, i)| (*i, id.as_str())));
+            let keep = &order[order.len() - MAX_ITEMS_PER_SOURCE..];
+            items = keep.iter().map(|&k| items[k]).collect();
             out.capped.push(id.clone());
         }
         let size: usize = items
@@ -245,7 +267,9 @@ pub fn latest(resolved: &Resolved, batches: &BTreeMap<String, Batch>) -> Latest 
         }
     }
     for bucket in &mut out.buckets {
-        bucket.sort_by_key(|i| order_key(i, text(i, "source")));
+        let order = order_of(bucket.iter().map(|i| (i, text(i, "source"))));
+        let mut slots: Vec<Option<Json>> = std::mem::take(bucket).into_iter().map(Some).collect();
+        *bucket = order.iter().filter_map(|&k| slots[k].take()).collect();
     }
     out
 }
@@ -253,11 +277,12 @@ pub fn latest(resolved: &Resolved, batches: &BTreeMap<String, Batch>) -> Latest 
 impl Latest {
     /// Items per bucket, in [`BUCKETS`] order.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {
-        BUCKETS
-            .iter()
-            .zip(&self.buckets)
-            .map(|(name, b)| (*name, b.len()))
-            .collect()
+        crate::core::world::map_of(
+            BUCKETS
+                .iter()
+                .zip(&self.buckets)
+                .map(|(name, b)| (*name, b.len())),
+        )
     }
 }
 

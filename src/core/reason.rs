@@ -161,6 +161,11 @@ reason_codes! {
     PaymentAlreadyClaimed => "payment_already_claimed", 409, Request, "This payment already credited another invoice or agent; each payment credits once.";
     PaymentProviderUnavailable => "payment_provider_unavailable", 503, Server, "The service could not verify the payment on-chain just now; nothing was credited. Resend the same claim after retry_after_sec.";
     UpgradesNotConfigured => "upgrades_not_configured", 503, Server, "This deployment takes no payments; stay on the free tier.";
+    // --- projected watch feeds (GET /api/v1/watch/*) ---
+    WatchNotSet => "watch_not_set", 404, Request, "This agent's capsule has no watch; publish one (tags, sources, stacks) to have a projected feed.";
+    WatchRequiresPro => "watch_requires_pro", 402, BackOff, "Projected feeds are a Pro feature: upgrade (upgrade_url), or filter the upstream feed locally (upstream_head_url, upstream_sources_url).";
+    WatchNotConfigured => "watch_not_configured", 503, Server, "This deployment has no world feed upstream; filter the world feed yourself.";
+    UpstreamUnavailable => "upstream_unavailable", 503, Server, "The world feed could not be read yet and nothing is stored; retry after retry_after_sec.";
     // --- read side and generic errors (bodies of the form {"error": code}) ---
     ReadSignatureInvalid => "read_signature_invalid", 401, Signature, "Sign the read as docs/PROTOCOL.md section 12 says: cover \"@method\" and \"@target-uri\", send created, nonce and keyid (your agent id), and Self-Public-Key; fix the signer, do not retry unchanged.";
     ReadSignatureExpired => "read_signature_expired", 401, Signature, "Sign every read afresh with created = now (accepted for 300 s, 30 s of clock skew); check the clock.";
@@ -170,7 +175,7 @@ reason_codes! {
     SnapshotNotFound => "snapshot_not_found", 404, Request, "No retained version has this cursor (pruned or never published); read history.json for what is retained.";
     BadQuery => "bad_query", 400, Request, "Fix the query: since is a cursor, after/before are sequence numbers, limit is 1..100, and since/after/before do not combine; head.json's wait is 0..30 seconds.";
     WebsocketRequired => "websocket_required", 426, Request, "Open watch as a WebSocket (GET with Upgrade: websocket), or long-poll head.json?wait=N with If-None-Match instead.";
-    BadAgentId => "bad_agent_id", 400, Request, "Use the 64 lowercase hex agent id (SHA-256 of the public key) in the path.";
+    BadAgentId => "bad_agent_id", 400, Request, "Use the 64 lowercase hex agent id (SHA-256 of the genesis public key) in the path or the agent_id parameter.";
     BadPublicKey => "bad_public_key", 400, Request, "Send a 32-byte Ed25519 public key as hex, base64 or base64url; weak keys are refused.";
     NotFound => "not_found", 404, Request, "Check the URL against docs/PROTOCOL.md.";
     MethodNotAllowed => "method_not_allowed", 405, Request, "Use a method from the Allow header.";
@@ -212,6 +217,9 @@ pub struct Refusal {
     pub retry_after_sec: Option<u64>,
     /// Internal detail for the operator's log (provider faults); never sent.
     pub log: Option<String>,
+    /// URLs the client can act on, sent as members of the body (e.g.
+    /// `watch_requires_pro`'s `upgrade_url` and the upstream's own feed).
+    pub links: Vec<(&'static str, String)>,
 }
 
 impl Refusal {
@@ -222,6 +230,7 @@ impl Refusal {
             detail: None,
             retry_after_sec: None,
             log: None,
+            links: Vec::new(),
         }
     }
     /// A refusal with `code` and a detail for the client.
@@ -230,6 +239,11 @@ impl Refusal {
             detail: Some(detail.into()),
             ..Refusal::code(code)
         }
+    }
+    /// With a URL the client can act on, as body member `name`.
+    pub fn link(mut self, name: &'static str, url: impl Into<String>) -> Refusal {
+        self.links.push((name, url.into()));
+        self
     }
     /// With a wait.
     pub fn retry_after(mut self, secs: u64) -> Refusal {

@@ -24,6 +24,35 @@ pub const KEYS_PATH: &str = "/api/v1/self/keys";
 pub const QUOTE_PATH: &str = "/api/v1/self/upgrade/quote";
 /// Path of the upgrade claim.
 pub const CLAIM_PATH: &str = "/api/v1/self/upgrade/claim";
+/// Paths of an agent's projected watch feed (`?agent_id=…`, §15).
+pub const FEED_PATHS: [(FeedDoc, &str); 3] = [
+    (FeedDoc::Head, "/api/v1/watch/head"),
+    (FeedDoc::Latest, "/api/v1/watch/latest"),
+    (FeedDoc::Digest, "/api/v1/watch/digest"),
+];
+
+/// A document of a projected watch feed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeedDoc {
+    /// The projected head: its cursor moves only when the projection does.
+    Head,
+    /// The projected items, a ddv1 feed.
+    Latest,
+    /// Counts per selected source.
+    Digest,
+}
+
+impl FeedDoc {
+    /// Its path.
+    pub fn path(self) -> &'static str {
+        FEED_PATHS
+            .iter()
+            .find(|(d, _)| *d == self)
+            .map(|(_, p)| *p)
+            .expect("every feed document has a path")
+    }
+}
+
 /// Path of the remote MCP server (Streamable HTTP, one JSON-RPC message per
 /// POST; no GET stream, so GET is a 405 as the transport allows).
 pub const MCP_PATH: &str = "/mcp";
@@ -217,6 +246,8 @@ pub enum Route<'a> {
     Claim,
     /// `POST /mcp`.
     Mcp,
+    /// `GET /api/v1/watch/{head,latest,digest}?agent_id=…`.
+    Feed(FeedDoc),
     /// `GET /self/{id}/watch`: a WebSocket of the agent's heads; `raw_id`
     /// as for [`Route::Agent`].
     Watch {
@@ -264,6 +295,13 @@ pub enum Action<'a> {
     Claim,
     /// `POST` one MCP message.
     Mcp,
+    /// Serve a projected watch feed document (`head_only` for `HEAD`).
+    Feed {
+        /// Which document.
+        doc: FeedDoc,
+        /// `HEAD`: same headers, no body.
+        head_only: bool,
+    },
     /// The service keyring (`head_only` for `HEAD`).
     Keys {
         /// `HEAD`: same headers, no body.
@@ -307,6 +345,9 @@ impl<'a> Route<'a> {
         if path == MCP_PATH {
             return Route::Mcp;
         }
+        if let Some((doc, _)) = FEED_PATHS.iter().find(|(_, p)| *p == path) {
+            return Route::Feed(*doc);
+        }
         let Some(rest) = PREFIXES.iter().find_map(|p| path.strip_prefix(p)) else {
             return Route::NotFound;
         };
@@ -327,7 +368,7 @@ impl<'a> Route<'a> {
         match self {
             Route::Agent { doc, .. } => Some(doc.allow()),
             Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp => Some(ALLOW_POST),
-            Route::Keys => Some(ALLOW_READ),
+            Route::Keys | Route::Feed(_) => Some(ALLOW_READ),
             Route::Watch { .. } => Some(ALLOW_WATCH),
             Route::NotFound => None,
         }
@@ -356,9 +397,13 @@ impl<'a> Route<'a> {
             Route::Claim if method == Method::Post => Action::Claim,
             Route::Mcp if method == Method::Post => Action::Mcp,
             Route::Keys if method.is_read() => Action::Keys { head_only },
-            Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp | Route::Keys => {
-                not_allowed
-            }
+            Route::Feed(doc) if method.is_read() => Action::Feed { doc, head_only },
+            Route::Bootstrap
+            | Route::Quote
+            | Route::Claim
+            | Route::Mcp
+            | Route::Keys
+            | Route::Feed(_) => not_allowed,
             Route::Watch { raw_id } => {
                 if method != Method::Get {
                     return not_allowed;
@@ -414,6 +459,9 @@ pub fn templates() -> Vec<(String, &'static str)> {
     out.push((QUOTE_PATH.to_owned(), ALLOW_POST));
     out.push((CLAIM_PATH.to_owned(), ALLOW_POST));
     out.push((MCP_PATH.to_owned(), ALLOW_POST));
+    for (_, p) in FEED_PATHS {
+        out.push((p.to_owned(), ALLOW_READ));
+    }
     out
 }
 

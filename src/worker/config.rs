@@ -38,6 +38,10 @@ pub const NONCE_DO_BINDING: &str = "NONCE_DO";
 /// bootstrap builds its absolute URLs on.
 pub const PUBLIC_ORIGIN_VAR: &str = "SELFCAP_PUBLIC_ORIGIN";
 
+/// Var naming the ddv1 world feed projected watch feeds read (a base URL,
+/// `https://host[:port]`); unset, the feed answers `watch_not_configured`.
+pub const WATCH_UPSTREAM_VAR: &str = "SELFCAP_WATCH_UPSTREAM";
+
 /// The vars a request needs.
 pub struct Config {
     /// The tier table with any overrides.
@@ -46,6 +50,8 @@ pub struct Config {
     pub test_clock: bool,
     /// [`PUBLIC_ORIGIN_VAR`], when set and well-formed.
     pub public_origin: Option<String>,
+    /// [`WATCH_UPSTREAM_VAR`], when set and well-formed.
+    pub watch_upstream: Option<String>,
 }
 
 impl Config {
@@ -72,10 +78,18 @@ impl Config {
                 "{{\"event\":\"config_ignored\",\"var\":\"{PUBLIC_ORIGIN_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
             );
         }
+        let upstream = var(WATCH_UPSTREAM_VAR).filter(|v| !v.trim().is_empty());
+        let watch_upstream = upstream.as_deref().and_then(parse_origin);
+        if upstream.is_some() && watch_upstream.is_none() {
+            console_warn!(
+                "{{\"event\":\"config_ignored\",\"var\":\"{WATCH_UPSTREAM_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
+            );
+        }
         Config {
             tiers,
             test_clock: var("SELFCAP_TEST_CLOCK").as_deref() == Some("1"),
             public_origin: parsed,
+            watch_upstream,
         }
     }
 }

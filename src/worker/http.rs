@@ -82,6 +82,9 @@ struct ErrorBody<'a> {
     /// `cursor_not_found`: where to start over.
     #[serde(skip_serializing_if = "Option::is_none")]
     history_url: Option<&'a str>,
+    /// A refusal's links (`core::reason::Refusal::links`).
+    #[serde(flatten)]
+    links: std::collections::BTreeMap<&'a str, &'a str>,
 }
 
 /// `{"error": code}` with the code's own status.
@@ -108,6 +111,17 @@ fn error_body(
     retry_after_sec: Option<u64>,
     history_url: Option<&str>,
 ) -> Response {
+    error_body_with(code, audience, detail, retry_after_sec, history_url, &[])
+}
+
+fn error_body_with(
+    code: ReasonCode,
+    audience: Audience,
+    detail: Option<&str>,
+    retry_after_sec: Option<u64>,
+    history_url: Option<&str>,
+    links: &[(&'static str, String)],
+) -> Response {
     let write = audience == Audience::Write;
     let body = ErrorBody {
         error: code.as_str(),
@@ -116,6 +130,7 @@ fn error_body(
         detail,
         retry_after_sec,
         history_url,
+        links: links.iter().map(|(k, v)| (*k, v.as_str())).collect(),
     };
     // The body is a fixed struct of strings and numbers; fall back to the bare
     // code rather than failing if serialisation were ever to break.
@@ -138,12 +153,13 @@ pub fn rejection(rej: &Rejection) -> worker::Result<Response> {
 /// "retry_after_sec"?}` with the code's status, and `Retry-After` when a
 /// wait was computed. Answered only through `failure::Failure::response`.
 pub fn refusal(r: &Refusal, audience: Audience) -> Response {
-    let resp = error_body(
+    let resp = error_body_with(
         r.code,
         audience,
         r.detail.as_deref(),
         r.retry_after_sec,
         None,
+        &r.links,
     );
     if let Some(secs) = r.retry_after_sec {
         set(resp.headers(), "Retry-After", &secs.to_string());

@@ -38,6 +38,14 @@ impl Kv {
         }
     }
 
+    /// Puts `value` at `key`, to expire after `ttl_sec`; `false` if KV refused.
+    pub async fn put_expiring(&self, key: &str, value: &str, ttl_sec: u64) -> bool {
+        match self.0.put(key, value) {
+            Ok(put) => put.expiration_ttl(ttl_sec).execute().await.is_ok(),
+            Err(_) => false,
+        }
+    }
+
     /// Deletes `key`; `false` if KV refused.
     pub async fn delete(&self, key: &str) -> bool {
         self.0.delete(key).await.is_ok()

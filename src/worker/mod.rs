@@ -18,6 +18,7 @@
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
 //! | Durable Object storage (JSON values, atomic)    | [`storage`]   |
 //! | JSON-RPC to the payment chain                   | [`rpc`]       |
+//! | the world feed snapshot's refresh (ddv1 upstream) | [`world`]   |
 //! | vars and secrets                                | [`config`]    |
 //! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
 //! | the incoming public request                     | [`request`]   |
@@ -38,9 +39,10 @@ mod request;
 mod routes;
 mod rpc;
 mod storage;
+mod world;
 
 use request::Incoming;
-use worker::{event, web_sys, Context, Env};
+use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
 
 /// Runs once per isolate, when the module is instantiated. Nothing else is
 /// prepared here: the safety scanner's automata are compiled at build time
@@ -70,4 +72,24 @@ async fn fetch(
     };
     body::discard_unread(body).await;
     Ok(answer.into_raw())
+}
+
+/// The cron trigger (`[triggers]` in wrangler.toml): refreshes the world
+/// snapshot projected watch feeds read, when an upstream is configured.
+#[event(scheduled)]
+async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    let cfg = config::Config::of(&env);
+    let Some(upstream) = cfg.watch_upstream.as_deref() else {
+        return;
+    };
+    let refreshed = match kv::Kv::of(&env) {
+        Ok(kv) => world::refresh(&kv, upstream, clock::system_now_ms()).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = refreshed {
+        log::event(
+            "internal_error",
+            &[("path", "scheduled"), ("error", &e.to_string())],
+        );
+    }
 }

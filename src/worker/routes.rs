@@ -6,7 +6,7 @@ use super::config::Config;
 use super::failure::Failure;
 use super::handlers::reads::ReadAs;
 use super::handlers::{
-    bootstrap, history, key_log, keys, mcp, reads, signer, upgrade, watch, write,
+    bootstrap, feed, history, key_log, keys, mcp, reads, signer, upgrade, watch, write,
 };
 use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
@@ -59,6 +59,11 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         Action::Claim => upgrade::claim(req, env, cfg).await?.into(),
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
+        Action::Feed { doc, head_only } => {
+            feed::handle(req, env, cfg, doc, CachedRead::of(req, head_only))
+                .await?
+                .into()
+        }
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?.into(),
         Action::KeyEvent { agent } => key_log::post(req, env, cfg, &agent).await?.into(),
         Action::Watch { agent } => watch::handle(req, env, cfg, &agent).await?.into(),

@@ -17,6 +17,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", ".
 const STATE = mkdtempSync(path.join(tmpdir(), "selfcap-start-"));
 let server;
 let base;
+let fixture; // the loopback ddv1 feed npm start serves beside the Worker
 let output = "";
 
 /** A free loopback port. */
@@ -33,10 +34,12 @@ function freePort() {
 
 before(async () => {
   const port = await freePort();
+  const fixturePort = await freePort();
   base = `http://127.0.0.1:${port}`;
+  fixture = `http://127.0.0.1:${fixturePort}`;
   server = spawn("npm", ["start", "--", "--persist-to", STATE], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), WRANGLER_SEND_METRICS: "false" },
+    env: { ...process.env, PORT: String(port), WATCH_FIXTURE_PORT: String(fixturePort), WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -68,6 +71,35 @@ test("npm start serves the API and the Explorer on loopback", async () => {
   const page = await fetch(`${base}/explorer`);
   assert.equal(page.status, 200);
   assert.match(await page.text(), /<html/i);
+});
+
+test("npm start reads the fixture world feed offline: the cron trigger refreshes from it, and a free agent is pointed at it", async () => {
+  await fetch(`${fixture}/_fixture/requests/reset`, { method: "POST" });
+  const run = await fetch(`${base}/__scheduled?cron=${encodeURIComponent("*/5 * * * *")}`);
+  assert.equal(run.status, 200, await run.text());
+  const paths = (await (await fetch(`${fixture}/_fixture/requests`)).json()).map((r) => r.path);
+  assert.equal(paths[0], "/diff/head.json");
+  assert.ok(paths.includes("/diff/sources.json"), paths.join(" "));
+  assert.ok(paths.some((p) => p.startsWith("/diff/source/")), "the batches were read");
+  // A free agent with a watch: told to upgrade, or to filter the loopback feed itself.
+  const crypto = await import("node:crypto");
+  const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
+  const raw = Buffer.from(publicKey.export({ format: "jwk" }).x, "base64url");
+  const id = crypto.createHash("sha256").update(raw).digest("hex");
+  const { exampleCapsule, envelope } = await import("./helpers.mjs");
+  const agent = { privateKey, publicKeyRaw: raw, publicHex: raw.toString("hex"), agentId: id };
+  const capsule = exampleCapsule(id, { watch: { tags: ["cloud-status"] } });
+  const put = await fetch(`${base}/self/${id}/capsule.json`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(envelope(agent, 1, capsule)),
+  });
+  assert.equal(put.status, 200, await put.text());
+  const head = await fetch(`${base}/api/v1/watch/head?agent_id=${id}`);
+  assert.equal(head.status, 402);
+  const body = await head.json();
+  assert.equal(body.error, "watch_requires_pro");
+  assert.equal(body.upstream_head_url, `${fixture}/diff/head.json`);
 });
 
 test("a build while npm start serves never breaks /explorer", { timeout: 300_000 }, async () => {

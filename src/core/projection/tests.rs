@@ -89,7 +89,7 @@ fn a_watch_resolves_by_exact_match_and_lists_what_matched_nothing() {
         &["cloud-status", "no-such-tag"],
         &["GCP", "docker", "left-pad"],
     );
-    let r = resolve(&w, &cat, &Stacks::committed());
+    let r = resolve(&w, &cat, Stacks::committed());
     assert_eq!(r.sources, ["aws_status", "cisa_kev", "gcp_status"]);
     assert_eq!(r.via["gcp_status"], ["stack:gcp", "tag:cloud-status"]);
     assert_eq!(r.via["aws_status"], ["tag:cloud-status"]);
@@ -102,7 +102,7 @@ fn a_watch_resolves_by_exact_match_and_lists_what_matched_nothing() {
     let near = resolve(
         &watch(&["cisa-kev"], &["Security"], &[]),
         &cat,
-        &Stacks::committed(),
+        Stacks::committed(),
     );
     assert!(near.sources.is_empty());
 }
@@ -111,16 +111,16 @@ fn a_watch_resolves_by_exact_match_and_lists_what_matched_nothing() {
 fn the_cursor_is_the_spec_formula_and_moves_only_with_the_projection() {
     let cat = catalog();
     let stacks = Stacks::committed();
-    let by_tag = resolve(&watch(&[], &["cloud-status"], &[]), &cat, &stacks);
+    let by_tag = resolve(&watch(&[], &["cloud-status"], &[]), &cat, stacks);
     let by_id = resolve(
         &watch(&["gcp_status", "aws_status"], &[], &[]),
         &cat,
-        &stacks,
+        stacks,
     );
     let reordered = resolve(
         &watch(&["aws_status", "gcp_status"], &[], &[]),
         &cat,
-        &stacks,
+        stacks,
     );
     let world = cursors(&cat);
     let cursor = watch_cursor(&pairs(&by_tag, &world));
@@ -151,7 +151,7 @@ fn the_cursor_is_the_spec_formula_and_moves_only_with_the_projection() {
     moved.insert("gcp_status".into(), Some(c(22)));
     assert_ne!(watch_cursor(&pairs(&by_tag, &moved)), cursor);
     // A source never fetched counts as null, like a never-succeeded one.
-    let with_disabled = resolve(&watch(&["github_changelog"], &[], &[]), &cat, &stacks);
+    let with_disabled = resolve(&watch(&["github_changelog"], &[], &[]), &cat, stacks);
     let text = r#"{"basis":"watch_v1","sources":[["github_changelog",null]]}"#;
     assert_eq!(
         watch_cursor(&pairs(&with_disabled, &BTreeMap::new())),
@@ -313,4 +313,182 @@ fn latest_is_the_union_sorted_capped_per_source_and_truncated_past_the_byte_cap(
     );
     assert_eq!(l.buckets[0].len(), 1);
     assert_eq!(text(&l.buckets[0][0], "id"), "g1");
+}
+
+// --- the served feed (feed.rs) ---
+
+use crate::core::crypto::AgentId;
+use crate::core::limits::Tier;
+use crate::core::reason::ReasonCode;
+use crate::core::world::refresh::{SourceState, WorldPointer};
+use feed::{admit, parse_query, project};
+
+fn world() -> WorldPointer {
+    let st = |tags: &[&str], cursor: Option<String>, counts: [u32; 4], stale: bool| SourceState {
+        cursor,
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        enabled: true,
+        status: Some("ok".into()),
+        stale,
+        ttl_sec: Some(600),
+        counts,
+    };
+    WorldPointer {
+        world_cursor: Some(c(90)),
+        upstream_generated_at: Some("2026-03-15T11:55:46Z".into()),
+        etag: None,
+        checked_at_ms: 1_770_681_600_000,
+        catalog_at_ms: 1_770_681_600_000,
+        stale_since_ms: None,
+        sources: [
+            (
+                "aws_status".to_owned(),
+                st(&["cloud-status"], Some(c(1)), [0; 4], false),
+            ),
+            (
+                "gcp_status".to_owned(),
+                st(&["cloud-status"], Some(c(2)), [1, 0, 0, 0], false),
+            ),
+            (
+                "cisa_kev".to_owned(),
+                st(&["security"], Some(c(3)), [0, 0, 0, 4], false),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        // The last change moved gcp_status (from 12) only.
+        prev: [
+            ("aws_status".to_owned(), Some(c(1))),
+            ("gcp_status".to_owned(), Some(c(12))),
+            ("cisa_kev".to_owned(), Some(c(3))),
+        ]
+        .into_iter()
+        .collect(),
+    }
+}
+
+#[test]
+fn the_query_is_agent_id_only() {
+    let id = "ab".repeat(32);
+    assert_eq!(
+        parse_query([("agent_id", id.as_str())]).unwrap().as_str(),
+        id
+    );
+    let code = |q: &[(&str, &str)]| parse_query(q.iter().copied()).unwrap_err().code;
+    assert_eq!(code(&[]), ReasonCode::BadQuery);
+    assert_eq!(
+        code(&[("agent_id", &id), ("agent_id", &id)]),
+        ReasonCode::BadQuery
+    );
+    assert_eq!(
+        code(&[("agent_id", &id), ("tags", "x")]),
+        ReasonCode::BadQuery
+    );
+    assert_eq!(code(&[("agent_id", "AB")]), ReasonCode::BadAgentId);
+}
+
+#[test]
+fn only_a_paid_agent_with_a_watch_gets_a_feed() {
+    let id = "ab".repeat(32);
+    let capsule = crate::core::testing::example_for(&id);
+    let without = admit(&capsule, Tier::Pro, "http://up").unwrap_err();
+    assert_eq!(without.code, ReasonCode::WatchNotSet);
+    let mut with = capsule.clone();
+    if let Json::Object(m) = &mut with {
+        m.push((
+            "watch".into(),
+            parse_str(r#"{"tags":["security"]}"#).unwrap(),
+        ));
+    }
+    let free = admit(&with, Tier::Free, "http://up").unwrap_err();
+    assert_eq!(free.code, ReasonCode::WatchRequiresPro);
+    let links: BTreeMap<&str, &str> = free.links.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(links["upgrade_url"], "/api/v1/self/upgrade/quote");
+    assert_eq!(links["upstream_head_url"], "http://up/diff/head.json");
+    assert_eq!(links["upstream_sources_url"], "http://up/diff/sources.json");
+    for tier in [Tier::Pro, Tier::Plus] {
+        assert_eq!(
+            admit(&with, tier, "http://up").unwrap().tags,
+            Some(vec!["security".to_owned()])
+        );
+    }
+}
+
+#[test]
+fn the_head_says_whether_the_last_change_moved_this_projection() {
+    let w = world();
+    let agent = AgentId::parse(&"ab".repeat(32)).unwrap();
+    let cloud = project(&watch(&[], &["cloud-status"], &[]), &w, &Stacks::default());
+    let h = cloud.head(&agent, &w, 1_770_681_700_000);
+    assert!(h.changed, "gcp_status moved");
+    assert_ne!(h.prev_cursor, h.cursor);
+    assert_eq!(h.counts.items, 1);
+    assert!(!h.all_clear);
+    assert_eq!(h.ttl_sec, 600);
+    assert_eq!(
+        h.latest_url,
+        format!("/api/v1/watch/latest?agent_id={agent}")
+    );
+    assert_eq!(cloud.etag(), &h.cursor[7..]);
+    let security = project(&watch(&[], &["security"], &[]), &w, &Stacks::default());
+    let h = security.head(&agent, &w, 1_770_681_700_000);
+    assert!(!h.changed, "cisa_kev did not move");
+    assert_eq!(h.prev_cursor, h.cursor);
+    assert_eq!(h.counts.flagged, 4);
+    // A stale snapshot is said, and is never "all clear".
+    let mut down = w.clone();
+    down.stale_since_ms = Some(1);
+    let quiet = project(&watch(&["aws_status"], &[], &[]), &down, &Stacks::default());
+    let h = quiet.head(&agent, &down, 1_770_681_700_000);
+    assert!(h.world.stale && !h.all_clear);
+    assert!(
+        project(&watch(&["aws_status"], &[], &[]), &w, &Stacks::default())
+            .head(&agent, &w, 0)
+            .all_clear
+    );
+}
+
+#[test]
+fn latest_and_digest_are_ddv1_shaped() {
+    let w = world();
+    let p = project(
+        &watch(&["gcp_status"], &["security"], &[]),
+        &w,
+        &Stacks::default(),
+    );
+    let b = |id: &str, n: u8| {
+        let v = parse_str(&format!(
+            r#"{{"cursor":"{}","buckets":{{"items":[{}]}}}}"#,
+            c(n),
+            item(id, "x", "2026-03-01T00:00:00Z")
+        ))
+        .unwrap();
+        (id.to_owned(), Batch::parse(&v, id).unwrap())
+    };
+    let batches = [b("gcp_status", 2), b("cisa_kev", 3)].into_iter().collect();
+    let l = p.latest(&w, &batches, 0);
+    assert_eq!(
+        l.get("schema_version").and_then(Json::as_str),
+        Some("1.2.0")
+    );
+    assert_eq!(
+        l.get("cursor").and_then(Json::as_str),
+        Some(p.cursor.as_str())
+    );
+    let items = l
+        .get("buckets")
+        .and_then(|b| b.get("items"))
+        .and_then(Json::as_array)
+        .unwrap();
+    assert_eq!(items.len(), 2);
+    let d = p.digest(&w, 0);
+    let sources = d.get("sources").and_then(Json::as_array).unwrap();
+    assert_eq!(sources.len(), 2);
+    assert_eq!(
+        sources[0].get("via").and_then(Json::as_array).unwrap()[0].as_str(),
+        Some("tag:security")
+    );
+    // A stored batch reads back as it was.
+    let (_, gcp) = b("gcp_status", 2);
+    assert_eq!(Batch::parse(&gcp.to_json(), "gcp_status").unwrap(), gcp);
 }

@@ -224,6 +224,24 @@ impl Batch {
         })
     }
 
+    /// The batch as stored (normalised: the four buckets under their spec
+    /// names, items verbatim); [`Batch::parse`] reads it back unchanged.
+    pub fn to_json(&self) -> Json {
+        let buckets = BUCKETS
+            .iter()
+            .zip(&self.buckets)
+            .map(|(name, items)| ((*name).to_owned(), Json::Array(items.clone())))
+            .collect();
+        Json::Object(vec![
+            ("source_id".into(), Json::from(self.source_id.as_str())),
+            (
+                "cursor".into(),
+                self.cursor.as_deref().map_or(Json::Null, Json::from),
+            ),
+            ("buckets".into(), Json::Object(buckets)),
+        ])
+    }
+
     /// Items in every bucket.
     pub fn len(&self) -> usize {
         self.buckets.iter().map(Vec::len).sum()

@@ -29,6 +29,18 @@ pub const HEAD_PATH: &str = "/diff/head.json";
 /// The catalog.
 pub const SOURCES_PATH: &str = "/diff/sources.json";
 
+/// KV key of the world snapshot's pointer.
+pub const POINTER_KV_KEY: &str = "world:head";
+/// How long a stored batch is kept (a pointer names only current ones; the
+/// older stay for projections still being read).
+pub const BATCH_TTL_SEC: u64 = 14 * 86_400;
+
+/// KV key of a source's batch, content-addressed by its cursor (immutable).
+pub fn batch_kv_key(id: &str, cursor: Option<&str>) -> String {
+    let hex = cursor.map_or("none", crate::core::jcs::cursor_hex);
+    format!("world:src:{id}:{hex}")
+}
+
 /// Where a source's batch is read: the live path first, then the older one
 /// (some catalogs still name `/diff/{id}/latest.json`).
 pub fn batch_paths(id: &str) -> [String; 2] {
@@ -57,6 +69,10 @@ pub struct SourceState {
     /// Its polling hint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_sec: Option<u64>,
+    /// Items per bucket in its stored batch (`items`, `updated`, `removed`,
+    /// `flagged`), so a projected head needs no batch read.
+    #[serde(default)]
+    pub counts: [u32; 4],
 }
 
 /// The world snapshot's pointer (KV `world:head`): what every projected
@@ -87,33 +103,30 @@ pub struct WorldPointer {
 impl WorldPointer {
     /// The sources' cursors, as projections hash them.
     pub fn cursors(&self) -> BTreeMap<String, Option<String>> {
-        self.sources
-            .iter()
-            .map(|(id, s)| (id.clone(), s.cursor.clone()))
-            .collect()
+        super::map_of(
+            self.sources
+                .iter()
+                .map(|(id, s)| (id.clone(), s.cursor.clone())),
+        )
     }
 
     /// The catalog as the snapshot holds it (what a watch resolves against).
     pub fn catalog(&self) -> Catalog {
         Catalog {
-            sources: self
-                .sources
-                .iter()
-                .map(|(id, s)| {
-                    (
-                        id.clone(),
-                        CatalogSource {
-                            id: id.clone(),
-                            tags: s.tags.clone(),
-                            enabled: s.enabled,
-                            status: s.status.clone(),
-                            cursor: s.cursor.clone(),
-                            ttl_sec: s.ttl_sec,
-                            stale: s.stale,
-                        },
-                    )
-                })
-                .collect(),
+            sources: super::map_of(self.sources.iter().map(|(id, s)| {
+                (
+                    id.clone(),
+                    CatalogSource {
+                        id: id.clone(),
+                        tags: s.tags.clone(),
+                        enabled: s.enabled,
+                        status: s.status.clone(),
+                        cursor: s.cursor.clone(),
+                        ttl_sec: s.ttl_sec,
+                        stale: s.stale,
+                    },
+                )
+            })),
         }
     }
 }
@@ -234,8 +247,10 @@ impl Refresh {
         for s in catalog.sources.values() {
             let before = old.and_then(|p| p.sources.get(&s.id));
             let kept = before.and_then(|b| b.cursor.clone());
+            let mut counts = before.map_or([0; 4], |b| b.counts);
             let (cursor, had) = match fetched.get(&s.id) {
                 Some(Ok(b)) if b.cursor == s.cursor => {
+                    counts = b.buckets.each_ref().map(|v| v.len() as u32);
                     store.push(b.clone());
                     (b.cursor.clone(), true)
                 }
@@ -258,14 +273,16 @@ impl Refresh {
                     status: s.status.clone(),
                     stale: s.stale || !had,
                     ttl_sec: s.ttl_sec,
+                    counts,
                 },
             );
         }
         let old_cursors = old.map(WorldPointer::cursors).unwrap_or_default();
-        let new_cursors: BTreeMap<String, Option<String>> = sources
-            .iter()
-            .map(|(id, s)| (id.clone(), s.cursor.clone()))
-            .collect();
+        let new_cursors: BTreeMap<String, Option<String>> = super::map_of(
+            sources
+                .iter()
+                .map(|(id, s): (&String, &SourceState)| (id.clone(), s.cursor.clone())),
+        );
         let prev = if new_cursors != old_cursors {
             old_cursors
         } else {

@@ -41,10 +41,13 @@ impl Stacks {
         Ok(Stacks { names })
     }
 
-    /// The committed map.
-    pub fn committed() -> Stacks {
-        let v = json::parse(COMMITTED.as_bytes()).expect("the committed stacks.json is JSON");
-        Stacks::parse(&v).expect("the committed stacks.json is a stack map")
+    /// The committed map (read once per process).
+    pub fn committed() -> &'static Stacks {
+        static MAP: std::sync::OnceLock<Stacks> = std::sync::OnceLock::new();
+        MAP.get_or_init(|| {
+            let v = json::parse(COMMITTED.as_bytes()).expect("the committed stacks.json is JSON");
+            Stacks::parse(&v).expect("the committed stacks.json is a stack map")
+        })
     }
 
     /// The sources `name` maps to (matched after lowercasing, nothing else).

@@ -16,6 +16,7 @@
 //! | history, snapshot, verify, export           | [`history`]   |
 //! | the service keyring                         | [`keys`]      |
 //! | an agent's key log: read, POST an event     | [`key_log`]   |
+//! | an agent's projected watch feed             | [`feed`]      |
 //! | stateless bootstrap                         | [`bootstrap`] |
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
@@ -24,6 +25,7 @@
 //! | watch: WebSocket upgrade to the agent's DO  | [`watch`]     |
 
 pub mod bootstrap;
+pub mod feed;
 pub mod history;
 pub mod key_log;
 pub mod keys;

@@ -1,0 +1,123 @@
+//! `GET /api/v1/watch/{head,latest,digest}?agent_id=…`: an agent's
+//! projected watch feed (docs/PROTOCOL.md §15). One KV read of the agent's
+//! record (its watch and tier; a private capsule's watch is read as the
+//! capsule is, §12), one of the world snapshot's pointer, and for `latest`
+//! one bulk read of the selected sources' batches. Every decision is
+//! `core::projection`'s; the snapshot's refresh is `worker::world`'s.
+
+use super::reads::{self, ReadAs, Stored};
+use super::signer;
+use crate::core::json::{self, Json};
+use crate::core::model::ReadScope;
+use crate::core::projection::feed::{self as decide, REFRESH_INTERVAL_SEC};
+use crate::core::reason::{ReasonCode, Refusal};
+use crate::core::urls::FeedDoc;
+use crate::core::world::ddv1::Batch;
+use crate::core::world::refresh::batch_kv_key;
+use crate::core::world::stacks::Stacks;
+use crate::worker::clock;
+use crate::worker::config::Config;
+use crate::worker::failure::Failure;
+use crate::worker::http::CachedRead;
+use crate::worker::kv::Kv;
+use crate::worker::request::Incoming;
+use crate::worker::world;
+use std::collections::BTreeMap;
+use worker::{Env, Response};
+
+/// How long a client waits after `upstream_unavailable` (one refresh).
+const RETRY_AFTER_SEC: u64 = 60;
+
+/// One feed document.
+pub async fn handle(
+    req: &Incoming,
+    env: &Env,
+    cfg: &Config,
+    doc: FeedDoc,
+    read: CachedRead,
+) -> Result<Response, Failure> {
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    let agent = decide::parse_query(req.query_pairs())?;
+    let upstream = cfg
+        .watch_upstream
+        .as_deref()
+        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))?;
+    // A watch is capsule content: a private capsule's is read as it is.
+    let reader = signer::of(req, env, now_ms).await?;
+    let mut read = read;
+    if reader.is_some() {
+        read = read.private();
+    }
+    let read_as = ReadAs {
+        reader: reader.as_ref(),
+        scope: ReadScope::Capsule,
+        now_ms,
+    };
+    let Stored::Current(record) =
+        reads::record(env, &agent, &read_as, |_: &str| None::<()>).await?
+    else {
+        return Err(Failure::Unavailable(None));
+    };
+    let watch = decide::admit(&record.capsule, record.paid.tier_at(now_ms), upstream)?;
+    let kv = Kv::of(env)?;
+    // The cron trigger keeps the snapshot fresh; a read that finds none, or
+    // one two intervals old (the trigger stopped), refreshes it first.
+    let mut snapshot = world::pointer(&kv).await?;
+    let stale = |p: &crate::core::world::refresh::WorldPointer| {
+        now_ms.saturating_sub(p.checked_at_ms) > 2 * REFRESH_INTERVAL_SEC * 1000
+    };
+    if snapshot.as_ref().is_none_or(stale) {
+        snapshot = world::refresh(&kv, upstream, now_ms).await?.or(snapshot);
+    }
+    let snapshot = snapshot.ok_or_else(|| {
+        Failure::Refused(
+            Refusal::new(
+                ReasonCode::UpstreamUnavailable,
+                "the world feed has not been read yet",
+            )
+            .retry_after(RETRY_AFTER_SEC),
+        )
+    })?;
+    let projection = decide::project(&watch, &snapshot, Stacks::committed());
+    let etag = projection.etag().to_owned();
+    if let Some(not_modified) = read.fresh(&etag) {
+        return Ok(not_modified);
+    }
+    let body = match doc {
+        FeedDoc::Head => serde_json::to_vec(&projection.head(&agent, &snapshot, now_ms))?,
+        FeedDoc::Digest => json_bytes(&projection.digest(&snapshot, now_ms)),
+        FeedDoc::Latest => {
+            let keys: Vec<String> = projection
+                .resolved
+                .sources
+                .iter()
+                .filter_map(|id| {
+                    let s = snapshot.sources.get(id)?;
+                    s.cursor.as_ref()?;
+                    Some(batch_kv_key(id, s.cursor.as_deref()))
+                })
+                .collect();
+            let texts = kv.texts(&keys).await?.ok_or_else(|| {
+                crate::worker::log::event("world_batch_missing", &[("agent_id", agent.as_str())]);
+                Failure::Unavailable(None)
+            })?;
+            let mut batches = BTreeMap::new();
+            for text in texts {
+                let v = json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
+                let id = v
+                    .get("source_id")
+                    .and_then(Json::as_str)
+                    .ok_or("stored batch without source_id")?
+                    .to_owned();
+                let b = Batch::parse(&v, &id).map_err(|e| e.0)?;
+                batches.insert(id, b);
+            }
+            json_bytes(&projection.latest(&snapshot, &batches, now_ms))
+        }
+    };
+    Ok(read.answer(body, &etag))
+}
+
+fn json_bytes(v: &Json) -> Vec<u8> {
+    crate::core::jcs::canonicalize(v).into_bytes()
+}

@@ -1,0 +1,241 @@
+// Projected watch feeds (docs/PROTOCOL.md §15) in workerd, against the ddv1
+// fixture feed served on loopback (tests/fixtures/ddv1/, three states) and
+// Pro agents credited through the real upgrade path on a local chain. The
+// expected cursors are computed here from the fixture's own files and the
+// spec's formula, independently of the Rust core.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startWorker, BASE } from "./harness.mjs";
+import { exampleCapsule, jcs, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
+import { claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars, DAY } from "./upgrade-helpers.mjs";
+import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const CRON = "*/5 * * * *";
+
+let chain;
+let fixture;
+let w;
+
+/** A fixture file of a state. */
+const file = (state, rel) => JSON.parse(readFileSync(path.join(ROOT, "tests/fixtures/ddv1", state, rel), "utf8"));
+/** The catalog's cursor per source in a state (the zero cursor is null). */
+function cursorsOf(state) {
+  const zero = "sha256:" + "0".repeat(64);
+  return Object.fromEntries(file(state, "diff/sources.json").sources.map((s) => [s.source_id, s.cursor === zero ? null : s.cursor ?? null]));
+}
+/** The spec's watch_cursor over `ids`, from a state's catalog. */
+function expectedCursor(state, ids) {
+  const cur = cursorsOf(state);
+  const text = jcs({ basis: "watch_v1", sources: [...ids].sort().map((id) => [id, cur[id] ?? null]) });
+  return "sha256:" + crypto.createHash("sha256").update(text, "utf8").digest("hex");
+}
+
+const feedPath = (doc, agentId) => `/api/v1/watch/${doc}?agent_id=${agentId}`;
+const get = (doc, agentId, headers = {}) => w.fetch(feedPath(doc, agentId), { headers });
+const scheduled = async () => (await w.mf.getWorker()).scheduled({ cron: CRON });
+
+/** A new agent, published with `watch` (and `extra` capsule members), credited Pro when `pro`. */
+async function agentWith(watch, { pro = true, extra = {}, on } = {}) {
+  const worker = on ?? w;
+  const a = newAgent();
+  const ip = nextIp();
+  const capsule = exampleCapsule(a.agentId, { ...(watch ? { watch } : {}), ...extra });
+  const r = await publish(worker, a, 1, capsule, { ip });
+  assert.equal(r.status, 200, r.text);
+  if (pro) {
+    const q = await quoteOk(worker, a, "pro", { ip });
+    const tx = await pay(chain, q);
+    await confirm(chain);
+    const c = await claim(worker, claimBody(a, q.invoice_id, tx, 1), { ip });
+    assert.equal(c.status, 200, c.text);
+  }
+  return a;
+}
+
+before(async () => {
+  chain = await startChain();
+  fixture = await startFixture({ port: 0, state: "v1" });
+  w = await startWorker({ vars: upgradeVars(chain, { SELFCAP_WATCH_UPSTREAM: fixture.url }) });
+});
+after(async () => {
+  await w?.close();
+  await fixture?.close();
+  await chain?.stop();
+});
+
+let cloud; // Pro, watching the tag cloud-status (aws_status, gcp_status)
+let byId; // Pro, the same two sources by id, in another order
+let security; // Pro, watching the security sources (cisa_kev: flagged only; nist_nvd: `new`, zone-less times)
+
+test("a free agent is told to upgrade or filter locally, with no upstream request", async () => {
+  const free = await agentWith({ tags: ["cloud-status"] }, { pro: false });
+  await fixture.resetRequests();
+  const r = await get("head", free.agentId);
+  assert.equal(r.status, 402, r.text);
+  assert.equal(r.json.error, "watch_requires_pro");
+  assert.equal(r.json.upgrade_url, "/api/v1/self/upgrade/quote");
+  assert.equal(r.json.upstream_head_url, `${fixture.url}/diff/head.json`);
+  assert.equal(r.json.upstream_sources_url, `${fixture.url}/diff/sources.json`);
+  assert.deepEqual(await fixture.requests(), [], "no upstream request for a free agent");
+  // No watch at all: 404 watch_not_set, whatever the tier.
+  const none = await agentWith(undefined, { pro: false });
+  const n = await get("head", none.agentId);
+  assert.equal(n.status, 404);
+  assert.equal(n.json.error, "watch_not_set");
+});
+
+test("a Pro agent's head: the spec's cursor, ETag = cursor, 304 on If-None-Match", async () => {
+  cloud = await agentWith({ tags: ["cloud-status"] });
+  byId = await agentWith({ sources: ["gcp_status", "aws_status"] });
+  security = await agentWith({ tags: ["security"] });
+  const h = await get("head", cloud.agentId);
+  assert.equal(h.status, 200, h.text);
+  assert.deepEqual(h.json.sources_included, ["aws_status", "gcp_status"]);
+  assert.equal(h.json.cursor, expectedCursor("v1", ["aws_status", "gcp_status"]));
+  assert.equal(h.headers.get("etag"), `"${h.json.cursor.slice(7)}"`);
+  assert.equal(h.json.world.cursor, file("v1", "diff/head.json").cursor);
+  assert.equal(h.json.world.stale, false);
+  assert.equal(h.json.latest_url, `/api/v1/watch/latest?agent_id=${cloud.agentId}`);
+  const again = await get("head", cloud.agentId, { "if-none-match": h.headers.get("etag") });
+  assert.equal(again.status, 304);
+  // Determinism: the same sources by id, listed in another order.
+  assert.equal((await get("head", byId.agentId)).json.cursor, h.json.cursor);
+});
+
+test("an unchanged upstream costs one request per refresh", async () => {
+  await fixture.resetRequests();
+  await scheduled();
+  const reqs = await fixture.requests();
+  assert.deepEqual(reqs.map((r) => [r.path, r.status]), [["/diff/head.json", 304]]);
+});
+
+test("v1 -> v2 moves only an unwatched source: the global cursor moves, the projection does not", async () => {
+  const before = await get("head", cloud.agentId);
+  await fixture.setState("v2");
+  await fixture.resetRequests();
+  await scheduled();
+  const paths = (await fixture.requests()).map((r) => r.path);
+  assert.deepEqual(paths.slice(0, 2), ["/diff/head.json", "/diff/sources.json"]);
+  assert.deepEqual(paths.slice(2), ["/diff/source/nodejs_releases/latest.json"], "only the source that moved");
+  const after = await get("head", cloud.agentId, { "if-none-match": before.headers.get("etag") });
+  assert.equal(after.status, 304, "the projection did not move");
+  const full = await get("head", cloud.agentId);
+  assert.notEqual(full.json.world.cursor, before.json.world.cursor);
+  assert.equal(full.json.cursor, expectedCursor("v2", ["aws_status", "gcp_status"]));
+});
+
+test("v2 -> v3 moves a watched source: a new cursor, changed, and the new item verbatim in latest", async () => {
+  const before = await get("head", cloud.agentId);
+  await fixture.setState("v3");
+  await scheduled();
+  const h = await get("head", cloud.agentId, { "if-none-match": before.headers.get("etag") });
+  assert.equal(h.status, 200, h.text);
+  assert.equal(h.json.cursor, expectedCursor("v3", ["aws_status", "gcp_status"]));
+  assert.equal(h.json.changed, true);
+  assert.equal(h.json.prev_cursor, before.json.cursor);
+  const latest = await get("latest", cloud.agentId);
+  assert.equal(latest.status, 200, latest.text);
+  assert.equal(latest.json.cursor, h.json.cursor);
+  assert.equal(latest.headers.get("etag"), h.headers.get("etag"));
+  const gcp = file("v3", "diff/source/gcp_status/latest.json");
+  const upstreamItems = [...(gcp.buckets.items ?? []), ...(gcp.buckets.new ?? [])];
+  for (const item of upstreamItems) {
+    const served = latest.json.buckets.items.find((i) => i.source === "gcp_status" && i.id === item.id);
+    assert.ok(served, `item ${item.id} is served`);
+    assert.equal(jcs(served), jcs(item), "verbatim, provenance and all");
+  }
+  const digest = await get("digest", cloud.agentId);
+  assert.equal(digest.status, 200, digest.text);
+  const g = digest.json.sources.find((s) => s.source_id === "gcp_status");
+  assert.equal(g.cursor, cursorsOf("v3").gcp_status);
+  assert.deepEqual(g.via, ["tag:cloud-status"]);
+});
+
+test("schema drift projects as the spec's buckets: flagged kept, `new` read as items", async () => {
+  const latest = await get("latest", security.agentId);
+  assert.equal(latest.status, 200, latest.text);
+  assert.deepEqual(latest.json.sources_included, ["cisa_kev", "nist_nvd"]);
+  const cisa = file("v3", "diff/source/cisa_kev/latest.json");
+  assert.equal(latest.json.buckets.flagged.filter((i) => i.source === "cisa_kev").length, Math.min(50, cisa.buckets.flagged.length));
+  const nvd = file("v3", "diff/source/nist_nvd/latest.json");
+  assert.equal(latest.json.buckets.items.filter((i) => i.source === "nist_nvd").length, Math.min(50, nvd.buckets.new.length));
+  assert.equal(latest.json.counts.flagged, latest.json.buckets.flagged.length);
+});
+
+test("a source past the byte cap is listed as truncated, the same way twice", async () => {
+  const big = await agentWith({ sources: ["hn_front_page", "aws_status"] });
+  const a = await get("latest", big.agentId);
+  assert.equal(a.status, 200, a.text);
+  assert.deepEqual(a.json.truncated, [{ source_id: "hn_front_page", full_url: "/diff/source/hn_front_page/latest.json" }]);
+  const b = await get("latest", big.agentId);
+  assert.deepEqual(b.json.truncated, a.json.truncated);
+  assert.deepEqual(b.json.buckets, a.json.buckets);
+});
+
+test("upstream down: the last snapshot is served, marked stale; malformed keeps it too", async () => {
+  const before = await get("head", cloud.agentId);
+  await fixture.down();
+  await scheduled();
+  const stale = await get("head", cloud.agentId);
+  assert.equal(stale.status, 200, stale.text);
+  assert.equal(stale.json.world.stale, true);
+  assert.equal(stale.json.cursor, before.json.cursor, "an outage is not a change");
+  assert.equal(stale.json.all_clear, false);
+  await fixture.up();
+  await fixture.malformed();
+  await scheduled();
+  const kept = await get("head", cloud.agentId);
+  assert.equal(kept.json.cursor, before.json.cursor);
+  assert.equal(kept.json.world.stale, true);
+  await fixture.up();
+  await scheduled();
+  assert.equal((await get("head", cloud.agentId)).json.world.stale, false);
+});
+
+test("every refusal: bad query, bad id, unknown agent, private capsule, lapsed plan, no upstream, none read yet", async () => {
+  const code = async (p, status, error, headers) => {
+    const r = await w.fetch(p, { headers });
+    assert.equal(r.status, status, `${p}: ${r.text}`);
+    assert.equal(r.json.error, error, p);
+    return r;
+  };
+  await code("/api/v1/watch/head", 400, "bad_query");
+  await code(`/api/v1/watch/head?agent_id=${cloud.agentId}&tags=x`, 400, "bad_query");
+  await code("/api/v1/watch/head?agent_id=ABC", 400, "bad_agent_id");
+  await code(`/api/v1/watch/head?agent_id=${"ab".repeat(32)}`, 404, "capsule_not_found");
+  // A private capsule's watch is read as the capsule is (§12).
+  const secret = await agentWith({ tags: ["cloud-status"] }, { extra: { access_control: { public: false } } });
+  await code(feedPath("head", secret.agentId), 404, "capsule_not_found");
+  const url = feedPath("head", secret.agentId);
+  const signed = await w.fetch(url, { headers: signedReadHeaders(secret, "GET", BASE + url) });
+  assert.equal(signed.status, 200, signed.text);
+  // A lapsed plan counts at once (the test clock, 31 days on).
+  await code(feedPath("head", cloud.agentId), 402, "watch_requires_pro", { "x-selfcap-test-now": String(Date.now() + 31 * DAY) });
+  // No upstream configured; an upstream never read.
+  const bare = await startWorker();
+  try {
+    const r = await bare.fetch(feedPath("head", cloud.agentId));
+    assert.equal(r.status, 503);
+    assert.equal(r.json.error, "watch_not_configured");
+  } finally {
+    await bare.close();
+  }
+  await fixture.down();
+  const fresh = await startWorker({ vars: upgradeVars(chain, { SELFCAP_WATCH_UPSTREAM: fixture.url }) });
+  try {
+    // Pro here too: this instance's state is its own, so credit again.
+    const a = await agentWith({ tags: ["cloud-status"] }, { on: fresh });
+    const r = await fresh.fetch(feedPath("head", a.agentId));
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json.error, "upstream_unavailable");
+    assert.ok(Number(r.headers.get("retry-after")) > 0);
+  } finally {
+    await fixture.up();
+    await fresh.close();
+  }
+});
