@@ -62,8 +62,9 @@ Quick start:
   selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
-  key             Ed25519 seed, 64 hex, mode 0600 (never printed)
-  identity.json   agent_id and public key
+  key             the current Ed25519 seed, 64 hex, mode 0600 (never printed)
+  next.key        the pre-committed next key (same form); only the key commands load it
+  identity.json   agent_id and current public key (plus key_index after a rotation)
   service.json    the URLs bootstrap returned
   capsule.json    the desired state: edit it (or `selfcap set FILE`); `publish` sends it
               only when it differs (by cursor) from published.json
@@ -149,7 +150,7 @@ pub(crate) enum RenderFormat {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Create a new Ed25519 identity (key file mode 0600; the key is never printed).
+    /// Create a new Ed25519 identity and its next key (files mode 0600; keys are never printed).
     Keygen {
         #[command(flatten)]
         out: JsonOut,
