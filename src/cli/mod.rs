@@ -13,6 +13,7 @@
 //! - `read`: head, get, rehydrate (the current capsule)
 //! - `history`: history, export, verify (the sealed history)
 //! - `access`: grant, revoke, visibility (who may read: private capsules)
+//! - `keys`: keys, keys init, rotate (the key log, docs/PROTOCOL.md §14)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
 //! - `watch`: watch (follow an agent's head as it changes)
@@ -26,6 +27,7 @@ mod access;
 mod canon;
 mod history;
 mod identity;
+mod keys;
 mod mcp;
 mod print;
 mod publish;
@@ -60,6 +62,7 @@ Quick start:
   selfcap visibility private                      # only this agent and granted readers may read
   selfcap grant READER_ID --scope capsule         # let READER_ID read capsule.json
   selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
+  selfcap keys; selfcap rotate                    # the key log; rotate to the committed next key
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
   key             the current Ed25519 seed, 64 hex, mode 0600 (never printed)
@@ -349,6 +352,12 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
         #[command(flatten)]
         out: JsonOut,
     },
+    /// Show and verify an agent's key log (keys.json), pinned per agent; `keys init` starts one.
+    #[command(after_help = keys::KEYS_AFTER_HELP)]
+    Keys(keys::KeysArgs),
+    /// Rotate to the pre-committed next key (next.key), committing a fresh one.
+    #[command(after_help = keys::ROTATE_AFTER_HELP)]
+    Rotate(keys::RotateArgs),
     /// Buy a paid plan with USDC: quote, pay on-chain, claim (never pays twice).
     #[command(after_help = upgrade::AFTER_HELP)]
     Upgrade(upgrade::UpgradeArgs),
@@ -451,6 +460,8 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             write,
             out,
         } => access::visibility(g, visibility, &write, out),
+        Command::Keys(args) => keys::keys(g, args),
+        Command::Rotate(args) => keys::rotate(g, args),
         Command::Upgrade(args) => upgrade::run(g, args),
         Command::Mcp(args) => mcp::run(g, args),
     }

@@ -24,6 +24,7 @@ use super::error::Error;
 use super::state::{self, StateDir};
 use crate::core::crypto::{AgentId, AgentKey, PublicKey};
 use crate::core::json::Json;
+use crate::core::key_log::Digest;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::{ErrorKind, Write};
@@ -54,6 +55,15 @@ impl Signer {
             agent_id: key.agent_id(),
             key,
             key_index: 0,
+        }
+    }
+
+    /// `key` signing for `agent_id` as its `key_index`th key.
+    pub(crate) fn from_parts(agent_id: AgentId, key: AgentKey, key_index: u64) -> Signer {
+        Signer {
+            agent_id,
+            key,
+            key_index,
         }
     }
 
@@ -97,6 +107,11 @@ pub struct IdentityFile {
     /// The genesis key (hex), once another key is current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub genesis_public_key: Option<String>,
+    /// SHA-256 (hex) of next.key's public key: what the inception commits
+    /// (or the last event committed), so a write can build the inception
+    /// without loading next.key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_key_digest: Option<String>,
 }
 
 impl IdentityFile {
@@ -107,6 +122,7 @@ impl IdentityFile {
             public_key: key.public_key().to_hex(),
             key_index: None,
             genesis_public_key: None,
+            next_key_digest: None,
         }
     }
 
@@ -132,10 +148,12 @@ impl StateDir {
         }
         state::create_private_dir(self.path())?;
         create_secret(&key_path, key)?;
+        let mut identity = IdentityFile::genesis(key);
         if let Some(next) = next {
             create_secret(&self.file(NEXT_KEY_FILE), next)?;
+            identity.next_key_digest = Some(Digest::of_key(&next.public_key()).to_hex());
         }
-        self.save_identity(&IdentityFile::genesis(key))
+        self.save_identity(&identity)
     }
 
     /// identity.json, if present.
@@ -171,11 +189,9 @@ impl StateDir {
             identity.key_index,
             identity.public_key == key.public_key().to_hex(),
         ) {
-            (Some(agent_id), Some(key_index), true) if key_index > 0 => Ok(Signer {
-                agent_id,
-                key,
-                key_index,
-            }),
+            (Some(agent_id), Some(key_index), true) if key_index > 0 => {
+                Ok(Signer::from_parts(agent_id, key, key_index))
+            }
             _ => Err(bad_key(
                 &path,
                 "it does not belong to the agent in identity.json",
@@ -352,6 +368,7 @@ mod tests {
             public_key: current.public_key().to_hex(),
             key_index: Some(1),
             genesis_public_key: Some(genesis.public_key().to_hex()),
+            next_key_digest: None,
         })
         .unwrap();
         let signer = s.load_key().unwrap();

@@ -38,6 +38,7 @@ mod exchange;
 pub mod http;
 pub mod identity;
 pub mod import;
+pub mod keys;
 pub mod mcp;
 pub mod read_sign;
 mod reads;

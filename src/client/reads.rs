@@ -12,7 +12,7 @@ use super::state::{HeadCache, Service};
 use super::wire::{Bootstrap, Head};
 use super::{Client, Error};
 use crate::core::crypto::AgentId;
-use crate::core::jcs::{self, cursor_hex, normalize_cursor};
+use crate::core::jcs::{self, normalize_cursor};
 use crate::core::json::{self, Json};
 use crate::core::urls::{Doc, BOOTSTRAP_PATH};
 
@@ -135,7 +135,7 @@ impl Client {
             Some(HeadOutcome::Changed { head }) => {
                 if is_own {
                     self.state.save_head_cache(&HeadCache {
-                        etag: cursor_hex(&head.cursor).to_string(),
+                        etag: head.etag(),
                         head: Some(head.clone()),
                     })?;
                 }

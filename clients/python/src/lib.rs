@@ -143,6 +143,7 @@ fn raise(e: Error) -> PyErr {
         Error::Unverified(_) => "unverified",
         Error::ReadSignature(_) => "read_signature",
         Error::ClaimLater(_) => "claim_later",
+        Error::KeyLogConflict(_) => "key_log_conflict",
     };
     let mut v = json!({
         "kind": kind,

@@ -209,5 +209,10 @@ fn failure(e: Error) -> Answer {
             m,
             "Nothing was credited and the payment is safe; claim it later with the command given.",
         ),
+        Error::KeyLogConflict(m) => results::error(
+            "key_log_conflict",
+            m,
+            "The service served a key log that contradicts the one this client pinned; stop and tell the operator.",
+        ),
     }
 }

@@ -232,7 +232,7 @@ impl Client {
         match self.fetch_head(agent, None) {
             Ok(Some(crate::client::HeadOutcome::Changed { head })) => {
                 let cache = crate::client::state::HeadCache {
-                    etag: jcs::cursor_hex(&head.cursor).to_string(),
+                    etag: head.etag(),
                     head: Some(head),
                 };
                 if let Err(e) = self.state.save_head_cache(&cache) {

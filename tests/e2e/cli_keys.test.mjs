@@ -1,0 +1,227 @@
+// Key rotation from the `selfcap` CLI (docs/PROTOCOL.md §14, docs/CLI.md
+// "Key rotation"), the real binary against the Worker in workerd over HTTP
+// on 127.0.0.1: keygen's next.key, the first publish's inception, rotate and
+// the writes after it, an interrupted rotation resumed, a thief's seq burn
+// answered by --compromised --last-good, the key-log pin against a rollback
+// (a loopback proxy that truncates keys.json), and the MCP tools.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startWorker } from "./harness.mjs";
+import { agentCli as cliIn, exits, requireSelfcap, selfcapEnv, selfcapIn, SELFCAP_BIN } from "./cli-helpers.mjs";
+import { mcpSession } from "./mcp-helpers.mjs";
+
+const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-cli-keys-"));
+const MAX_SEQ = 9007199254740991;
+
+let w;
+let URL_;
+
+before(async () => {
+  requireSelfcap();
+  w = await startWorker({ vars: { FREE_HISTORY_RETAINED: "10" } });
+  URL_ = String(await w.mf.ready).replace(/\/$/, "");
+});
+
+after(async () => {
+  await w?.close();
+  rmSync(TMP, { recursive: true, force: true });
+});
+
+const selfcap = selfcapIn(TMP);
+const json = (r) => JSON.parse(r.stdout);
+const read = (p) => JSON.parse(readFileSync(p, "utf8"));
+const withMotto = (capsule, motto) => ({ ...capsule, self_motto: motto });
+const file = (name, value) => {
+  const p = path.join(TMP, name);
+  writeFileSync(p, JSON.stringify(value, null, 2));
+  return p;
+};
+
+/** keygen + bootstrap + the template; nothing published. */
+async function newAgent(name) {
+  const a = cliIn(selfcap, TMP, URL_, name);
+  const id = json(exits(await a.run(["keygen", "--json"]), 0, "keygen"));
+  exits(await a.run(["bootstrap"]), 0, "bootstrap");
+  const capsule = JSON.parse(exits(await a.run(["template"]), 0, "template").stdout);
+  return { ...a, id: id.agent_id, genesis: id.public_key, capsule };
+}
+
+async function putMotto(a, motto, extra = []) {
+  return a.run(["put", file(`${path.basename(a.dir)}-${motto.length}-${Date.now()}.json`, withMotto(a.capsule, motto)), "--json", ...extra]);
+}
+
+async function head(id) {
+  const r = await fetch(`${URL_}/self/${id}/head.json`);
+  assert.equal(r.status, 200);
+  return r.json();
+}
+
+test("keygen writes next.key 0600; the first publish carries the inception; rotate, then put with the new key", async () => {
+  const a = await newAgent("rot");
+  const next = readFileSync(path.join(a.dir, "next.key"), "utf8").trim();
+  assert.match(next, /^[0-9a-f]{64}$/);
+  assert.equal(statSync(path.join(a.dir, "next.key")).mode & 0o777, 0o600);
+  assert.notEqual(next, readFileSync(path.join(a.dir, "key"), "utf8").trim());
+
+  const first = json(exits(await putMotto(a, "First of all."), 0, "first put"));
+  assert.equal(first.seq, 1);
+  const h1 = await head(a.id);
+  assert.equal(h1.keys.length, 1, "the first write's inception made a key log");
+  assert.equal(h1.keys.public_key, a.genesis);
+  assert.equal(h1.keys.next_committed, true);
+
+  const k1 = json(exits(await a.run(["keys", "--json"]), 0, "keys"));
+  assert.equal(k1.valid, true);
+  assert.equal(k1.length, 1);
+  assert.equal(k1.pin.status, "new");
+  assert.deepEqual(k1.events.map((e) => e.type), ["inception"]);
+  const pins = read(path.join(a.dir, "key_pins.json"));
+  assert.equal(pins[a.id].length, 1);
+
+  // A stale copy of the directory keeps the genesis key.
+  const stale = path.join(TMP, "rot-stale");
+  cpSync(a.dir, stale, { recursive: true });
+
+  const r = json(exits(await a.run(["rotate", "--json"]), 0, "rotate"));
+  assert.equal(r.applied, "new");
+  assert.equal(r.index, 1);
+  // The old next key is now the current key; a fresh next key was committed.
+  const nextPub = r.public_key;
+  const id = json(exits(await a.run(["id", "--json"]), 0, "id"));
+  assert.equal(id.agent_id, a.id, "the agent id never changes");
+  assert.equal(id.public_key, nextPub);
+  assert.notEqual(readFileSync(path.join(a.dir, "next.key"), "utf8").trim(), next);
+  assert.equal(readFileSync(path.join(a.dir, "key"), "utf8").trim(), next);
+  assert.equal(existsSync(path.join(a.dir, "rotation.json")), false);
+  assert.equal(existsSync(path.join(a.dir, "next.key.new")), false);
+  assert.equal(statSync(path.join(a.dir, "key")).mode & 0o777, 0o600);
+  assert.equal(statSync(path.join(a.dir, "next.key")).mode & 0o777, 0o600);
+
+  const second = json(exits(await putMotto(a, "Second, by the rotated key."), 0, "put after rotate"));
+  assert.equal(second.seq, 2);
+  const h2 = await head(a.id);
+  assert.equal(h2.keys.public_key, nextPub);
+  assert.equal(h2.seq, 2);
+  // The status and signed reads speak as the agent with the current key.
+  const st = json(exits(await a.run(["status", "--json"]), 0, "status"));
+  assert.equal(st.agent_id, a.id);
+  assert.equal(st.public_key, nextPub);
+
+  // The stale copy's key was rotated out: key_rotated, exit 6.
+  const old = await selfcap(["--state-dir", stale, "--url", URL_, "put", file("stale.json", withMotto(a.capsule, "From the old key.")), "--json"]);
+  exits(old, 6, "put by the rotated-out key");
+  assert.match(old.stderr, /key_rotated/);
+
+  const k2 = json(exits(await a.run(["keys", "--json"]), 0, "keys after rotate"));
+  assert.equal(k2.pin.status, "consistent");
+  assert.deepEqual(k2.events.map((e) => `${e.type}/${e.authority}`), ["inception/genesis", "rotation/next"]);
+  // No key material anywhere in what keys prints.
+  for (const secret of [next, readFileSync(path.join(a.dir, "next.key"), "utf8").trim()]) {
+    assert.equal(JSON.stringify(k2).includes(secret), false);
+  }
+  // The history verifies with the key log in the export.
+  exits(await a.run(["verify"]), 0, "verify");
+});
+
+test("an interrupted rotation resumes with the same bytes and applies once", async () => {
+  const a = await newAgent("resume");
+  exits(await putMotto(a, "Before the crash."), 0, "first put");
+  const seedBefore = readFileSync(path.join(a.dir, "key"), "utf8");
+  const stopped = await a.run(["rotate"], { env: { SELFCAP_TEST_STOP: "after-submit" } });
+  exits(stopped, 3, "rotate stopped after submit");
+  assert.match(stopped.stderr, /after-submit/);
+  // Accepted by the service, nothing swapped here yet.
+  assert.equal((await head(a.id)).keys.length, 2);
+  assert.equal(readFileSync(path.join(a.dir, "key"), "utf8"), seedBefore);
+  const pending = read(path.join(a.dir, "rotation.json"));
+  assert.ok(existsSync(path.join(a.dir, "next.key.new")));
+
+  const resumed = await a.run(["rotate", "--json"]);
+  const r = json(exits(resumed, 0, "rotate resumed"));
+  assert.equal(r.applied, "already_applied");
+  assert.equal(r.resumed, true);
+  assert.equal(r.public_key, pending.public_key);
+  assert.equal((await head(a.id)).keys.length, 2, "applied once");
+  assert.equal(existsSync(path.join(a.dir, "rotation.json")), false);
+  exits(await putMotto(a, "After the crash, by the new key."), 0, "put after resume");
+  // A next rotation builds on it.
+  const again = json(exits(await a.run(["rotate", "--json"]), 0, "second rotate"));
+  assert.equal(again.index, 2);
+  assert.equal((await head(a.id)).keys.length, 3);
+});
+
+test("--compromised --last-good: a thief's burnt seq no longer bricks the identity", async () => {
+  const a = await newAgent("owner");
+  exits(await putMotto(a, "Owner one."), 0, "put 1");
+  const good = json(exits(await putMotto(a, "Owner two."), 0, "put 2"));
+  const desired = withMotto(a.capsule, "Owner two.");
+  // The thief has a copy of the directory (the current key, not next.key's use).
+  const thief = path.join(TMP, "thief");
+  cpSync(a.dir, thief, { recursive: true });
+  rmSync(path.join(thief, "next.key"));
+  const burn = await selfcap(["--state-dir", thief, "--url", URL_, "put", file("thief.json", withMotto(a.capsule, "Stolen.")), "--seq", String(MAX_SEQ), "--json"]);
+  exits(burn, 0, "the thief burns seq");
+  assert.equal((await head(a.id)).seq, MAX_SEQ);
+  // The thief cannot rotate: next.key is the owner's alone.
+  exits(await selfcap(["--state-dir", thief, "--url", URL_, "rotate"]), 1, "thief rotate");
+
+  const r = json(exits(await a.run(["rotate", "--compromised", "--last-good", String(good.seq), "--json"]), 0, "rotate --compromised"));
+  assert.equal(r.applied, "new");
+  assert.equal(r.write.seq, good.seq + 1);
+  const h = await head(a.id);
+  assert.equal(h.keys.disputed, 1);
+  const served = await (await fetch(`${URL_}/self/${a.id}/capsule.json`)).json();
+  assert.deepEqual(served, desired, "capsule.json serves the owner's capsule");
+
+  // Writes work again, by the new key; the thief's key is rotated out.
+  const after = json(exits(await putMotto(a, "Owner three, after the theft."), 0, "put after recovery"));
+  assert.equal(after.seq, good.seq + 2);
+  const t = await selfcap(["--state-dir", thief, "--url", URL_, "put", file("thief2.json", withMotto(a.capsule, "Stolen again.")), "--seq", "5", "--json"]);
+  exits(t, 6, "thief after rotation");
+  assert.match(t.stderr, /key_rotated/);
+  // verify lists the thief's version as disputed.
+  const v = json(await a.run(["verify", "--json"]));
+  assert.deepEqual(v.disputed.length, 1);
+});
+
+test("keys pins the log and reports a rollback (a proxy serving a truncated keys.json) with exit 10", async () => {
+  const a = await newAgent("pinned");
+  exits(await putMotto(a, "Pinned one."), 0, "put");
+  exits(await a.run(["rotate"]), 0, "rotate");
+  const k = json(exits(await a.run(["keys", "--json"]), 0, "keys"));
+  assert.equal(k.length, 2);
+  // A loopback proxy to the Worker that drops the last key event.
+  const proxy = createServer(async (req, res) => {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const headers = { ...req.headers };
+    delete headers.host;
+    const up = await fetch(`${URL_}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+    let body = Buffer.from(await up.arrayBuffer());
+    if (req.url.endsWith("/keys.json") && up.status === 200) {
+      const doc = JSON.parse(body);
+      doc.records = doc.records.slice(0, -1);
+      body = Buffer.from(JSON.stringify(doc));
+    }
+    res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/json" });
+    res.end(body);
+  });
+  await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+  try {
+    const url = `http://127.0.0.1:${proxy.address().port}`;
+    const r = await selfcap(["--state-dir", a.dir, "--url", url, "keys", "--json"]);
+    exits(r, 10, "keys against a rolled-back log");
+    assert.match(r.stderr, /ROLLBACK/);
+    assert.deepEqual(json(r).pin, { status: "rollback", pinned: 2, served: 1 });
+    // The pin is kept, and a rotation refuses to build on the short log.
+    assert.equal(read(path.join(a.dir, "key_pins.json"))[a.id].length, 2);
+    exits(await selfcap(["--state-dir", a.dir, "--url", url, "rotate"]), 10, "rotate against a rolled-back log");
+  } finally {
+    proxy.close();
+  }
+  exits(await a.run(["keys"]), 0, "the real log is consistent again");
+});
