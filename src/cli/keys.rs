@@ -137,7 +137,8 @@ pub(crate) fn view_json(v: &KeyLogView) -> serde_json::Value {
     })
 }
 
-fn event_line_json(r: &Json) -> serde_json::Value {
+/// One record as a line of `keys` and `verify`: public members only.
+pub(crate) fn event_line_json(r: &Json) -> serde_json::Value {
     let e = r.get("event");
     let s = |k: &str| {
         e.and_then(|e| e.get(k))

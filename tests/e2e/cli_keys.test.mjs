@@ -184,8 +184,14 @@ test("--compromised --last-good: a thief's burnt seq no longer bricks the identi
   exits(t, 6, "thief after rotation");
   assert.match(t.stderr, /key_rotated/);
   // verify lists the thief's version as disputed.
-  const v = json(await a.run(["verify", "--json"]));
-  assert.deepEqual(v.disputed.length, 1);
+  const v = json(exits(await a.run(["verify", "--json"]), 0, "verify --json"));
+  assert.equal(v.valid, true);
+  assert.equal(v.disputed.length, 1);
+  assert.deepEqual(v.key_log.map((e) => `${e.type}/${e.authority}`), ["inception/genesis", "rotation/next"]);
+  const text = exits(await a.run(["verify"]), 0, "verify").stdout;
+  assert.match(text, new RegExp(`disputed +entries ${v.disputed[0]} `));
+  assert.match(text, /key log +2 event\(s\)/);
+  assert.match(text, /event 1 rotation \(next\) key [0-9a-f]{64}/);
 });
 
 test("keys pins the log and reports a rollback (a proxy serving a truncated keys.json) with exit 10", async () => {
@@ -224,4 +230,25 @@ test("keys pins the log and reports a rollback (a proxy serving a truncated keys
     proxy.close();
   }
   exits(await a.run(["keys"]), 0, "the real log is consistent again");
+});
+
+test("an identity that published without a key log starts one with `keys init`", async () => {
+  const a = await newAgent("legacy");
+  // As an older selfcap left it: no next.key, no committed digest.
+  rmSync(path.join(a.dir, "next.key"));
+  const idPath = path.join(a.dir, "identity.json");
+  const { next_key_digest, ...older } = read(idPath);
+  assert.match(next_key_digest, /^[0-9a-f]{64}$/);
+  writeFileSync(idPath, JSON.stringify(older));
+  exits(await putMotto(a, "Published the old way."), 0, "put");
+  assert.equal("keys" in (await head(a.id)), false, "a plain PUT: no key log");
+  exits(await a.run(["rotate"]), 1, "rotate without a log");
+  const r = json(exits(await a.run(["keys", "init", "--json"]), 0, "keys init"));
+  assert.equal(r.applied, "new");
+  assert.equal(r.index, 0);
+  assert.equal(statSync(path.join(a.dir, "next.key")).mode & 0o777, 0o600);
+  assert.equal((await head(a.id)).keys.length, 1);
+  exits(await a.run(["keys", "init"]), 1, "a second init");
+  exits(await a.run(["rotate"]), 0, "rotate after init");
+  exits(await putMotto(a, "And on, by the new key."), 0, "put after rotate");
 });
