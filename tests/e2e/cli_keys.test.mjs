@@ -252,3 +252,46 @@ test("an identity that published without a key log starts one with `keys init`",
   exits(await a.run(["rotate"]), 0, "rotate after init");
   exits(await putMotto(a, "And on, by the new key."), 0, "put after rotate");
 });
+
+test("MCP: self_keys and self_rotate through a real MCP client, never returning key material", async () => {
+  const a = await newAgent("mcp");
+  exits(await putMotto(a, "Before the MCP rotation."), 0, "put");
+  const secrets = () => ["key", "next.key"].map((f) => readFileSync(path.join(a.dir, f), "utf8").trim());
+  const before = secrets();
+  const s = await mcpSession(SELFCAP_BIN, { SELFCAP_STATE_DIR: a.dir, SELFCAP_URL: URL_ });
+  try {
+    const { tools } = await s.client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const t of ["self_keys", "self_rotate"]) assert.ok(names.includes(t), t);
+    for (const t of ["self_recover", "self_recommit"]) assert.ok(!names.includes(t), `${t} is no tool`);
+
+    let r = await s.call("self_keys");
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    assert.equal(r.body.length, 1);
+    assert.equal(r.body.keys.index, 0);
+    assert.equal(r.body.pin.status, "new");
+
+    r = await s.call("self_rotate");
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    assert.equal(r.body.rotated, true);
+    assert.equal(r.body.index, 1);
+    const text = JSON.stringify(r.body);
+    for (const secret of [...before, ...secrets()]) assert.equal(text.includes(secret), false, "no key material");
+
+    r = await s.call("self_keys");
+    assert.equal(r.body.length, 2);
+    assert.equal(r.body.keys.index, 1);
+    assert.equal(r.body.pin.status, "consistent");
+    for (const secret of secrets()) assert.equal(JSON.stringify(r.body).includes(secret), false);
+
+    // Writes go on with the new key.
+    r = await s.call("self_checkpoint", { motto: "Rotated through MCP." });
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    r = await s.call("self_rotate", { compromised: true });
+    assert.equal(r.isError, true, "no arguments: recovery is not a tool");
+  } finally {
+    await s.close();
+  }
+  assert.equal((await head(a.id)).keys.length, 2);
+  assert.equal((await head(a.id)).keys.public_key, json(await a.run(["id", "--json"])).public_key);
+});

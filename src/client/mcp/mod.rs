@@ -23,7 +23,9 @@
 //! | `reads` | `self_read`, `self_subscribe`, `self_history`, `self_verify` |
 //! | `writes` | `self_write`, `self_checkpoint`, and publishing with `pending.json` kept in step |
 //! | `upgrade` | `self_upgrade` |
+//! | `keys` | `self_keys`, `self_rotate` |
 
+mod keys;
 mod reads;
 mod session;
 mod upgrade;
@@ -102,6 +104,8 @@ impl ToolHost {
             Call::Checkpoint(a) => self.checkpoint(a),
             Call::Verify { agent } => self.verify(agent),
             Call::Upgrade { action, plan } => self.upgrade(action, plan),
+            Call::Keys { agent } => self.keys(agent),
+            Call::Rotate => self.rotate(),
             // Not offered at this door (Tool::at refused it above).
             Call::Submit { .. } => Ok(results::error(
                 "unknown_tool",
