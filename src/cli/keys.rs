@@ -3,10 +3,12 @@
 
 use crate::cli::print::{emit, note, print_json};
 use crate::cli::{agent_arg, client, reader_client, Global, JsonOut};
-use crate::client::keys::{KeyLogView, PinStatus, RotateOptions};
+use crate::client::keys::{KeyLogView, PinStatus, RecoverOptions, RotateOptions, Rotated};
 use crate::client::Error;
 use crate::core::json::Json;
+use crate::core::key_log::Digest;
 use clap::{Args, Subcommand};
+use std::path::PathBuf;
 
 pub(crate) const KEYS_AFTER_HELP: &str = "\
 Reads keys.json, verifies it offline against the service's keyring (GET /api/v1/self/keys),
@@ -45,8 +47,34 @@ enum KeysCommand {
     /// Submit an inception alone (an identity that published without a key log).
     Init {
         #[command(flatten)]
+        recovery: RecoveryDigest,
+        #[command(flatten)]
         out: JsonOut,
     },
+}
+
+/// `--recovery-digest HEX`: the operator's recovery key, by digest.
+#[derive(Args, Clone)]
+pub(crate) struct RecoveryDigest {
+    /// Commit this recovery key: the SHA-256 (64 lowercase hex) of the operator's
+    /// recovery public key's 32 bytes (the key itself stays with the operator).
+    #[arg(long, value_name = "HEX")]
+    recovery_digest: Option<String>,
+}
+
+impl RecoveryDigest {
+    pub(crate) fn parse(&self) -> Result<Option<Digest>, Error> {
+        self.recovery_digest
+            .as_deref()
+            .map(|d| {
+                Digest::from_hex(d).ok_or_else(|| {
+                    Error::Local(format!(
+                        "--recovery-digest {d:?}: expected 64 lowercase hex characters"
+                    ))
+                })
+            })
+            .transpose()
+    }
 }
 
 #[derive(Args)]
@@ -58,14 +86,54 @@ pub(crate) struct RotateArgs {
     #[arg(long, value_name = "SEQ", requires = "compromised")]
     last_good: Option<u64>,
     #[command(flatten)]
+    recovery: RecoveryDigest,
+    #[command(flatten)]
     out: JsonOut,
 }
 
+#[derive(Args)]
+pub(crate) struct RecommitArgs {
+    #[command(flatten)]
+    recovery: RecoveryDigest,
+    #[command(flatten)]
+    out: JsonOut,
+}
+
+#[derive(Args)]
+pub(crate) struct RecoverArgs {
+    /// The operator's recovery key: a seed file (64 hex, mode 0600), as `key` is.
+    #[arg(long, value_name = "FILE")]
+    recovery_key: PathBuf,
+    /// Void this next-key rotation (its index in the key log), within its window.
+    #[arg(long, value_name = "INDEX")]
+    supersedes: Option<u64>,
+    #[command(flatten)]
+    recovery: RecoveryDigest,
+    #[command(flatten)]
+    out: JsonOut,
+}
+
+pub(crate) const RECOMMIT_AFTER_HELP: &str = "\
+For an owner who lost next.key: the current key commits a fresh next key (written and
+synced to next.key.recommit before anything is sent). It takes effect only after the
+agent's recovery window (72 h by default) and only if no rotation lands first: until then
+the previous commitment stands, so a thief holding the current key cannot use a recommit to
+rotate. Keep next.key.recommit; `selfcap rotate` uses it once the recommit has matured.";
+
+pub(crate) const RECOVER_AFTER_HELP: &str = "\
+The operator's recovery: a rotation revealing the recovery key (committed by digest, e.g.
+with `keygen --recovery-digest`), signed by it and by a new current key generated here.
+The new current key (key.new) and next key (next.key.new) are written and synced, and the
+signed request to rotation.json, before anything is sent; a rerun resends the same bytes.
+--supersedes INDEX voids that next-key rotation while its window is open: every key made
+current from it on is void and what those keys signed is disputed. The revealed recovery
+key is spent: --recovery-digest commits a new one.";
+
 /// `keys [AGENT_ID] [--json]` and `keys init`.
 pub(crate) fn keys(g: &Global, args: KeysArgs) -> Result<(), Error> {
-    if let Some(KeysCommand::Init { out }) = args.command {
+    if let Some(KeysCommand::Init { recovery, out }) = args.command {
         let c = client(g, 0)?;
-        let a = c.keys_init()?;
+        let a = c.keys_init(recovery.parse()?)?;
         if out.json {
             print_json(&a);
         } else {
@@ -101,26 +169,70 @@ pub(crate) fn rotate(g: &Global, args: RotateArgs) -> Result<(), Error> {
     let c = client(g, 0)?;
     let opts = RotateOptions {
         last_good: args.last_good.filter(|_| args.compromised),
+        recovery_digest: args.recovery.parse()?,
     };
-    if c.pending_event()?.is_some() {
-        note("finishing the rotation an earlier run left in rotation.json (resending the same bytes)");
-    }
+    note_pending(&c)?;
     let r = c.rotate(&opts)?;
-    if args.out.json {
-        print_json(&r);
-    } else {
-        emit(&format!(
-            "rotated ({}{}): event {}, current key {}\n",
-            r.applied,
-            if r.resumed { ", resumed" } else { "" },
-            r.index,
-            r.public_key
-        ));
-        if let Some(w) = &r.write {
-            emit(&format!("re-published seq {} {}\n", w.seq, w.cursor));
+    print_rotated(&r, args.out);
+    Ok(())
+}
+
+/// `recommit [--recovery-digest HEX] [--json]`.
+pub(crate) fn recommit(g: &Global, args: RecommitArgs) -> Result<(), Error> {
+    let c = client(g, 0)?;
+    note_pending(&c)?;
+    let r = c.recommit(args.recovery.parse()?)?;
+    print_rotated(&r, args.out);
+    if !args.out.json {
+        if let Some(p) = r.keys.as_ref().and_then(|k| k.pending_recommit.as_ref()) {
+            note(&format!(
+                "the new next key (next.key.recommit) takes effect at {} unless a rotation lands first; keep it",
+                p.matures_at
+            ));
         }
     }
     Ok(())
+}
+
+/// `recover --recovery-key FILE [--supersedes INDEX] [--json]`.
+pub(crate) fn recover(g: &Global, args: RecoverArgs) -> Result<(), Error> {
+    let c = client(g, 0)?;
+    note_pending(&c)?;
+    let r = c.recover(&RecoverOptions {
+        recovery_key: args.recovery_key,
+        supersedes: args.supersedes,
+        recovery_digest: args.recovery.parse()?,
+    })?;
+    print_rotated(&r, args.out);
+    Ok(())
+}
+
+fn note_pending(c: &crate::client::Client) -> Result<(), Error> {
+    if let Some(p) = c.pending_event()? {
+        note(&format!(
+            "an earlier run left a {} in rotation.json: resending the same bytes first",
+            p.kind
+        ));
+    }
+    Ok(())
+}
+
+fn print_rotated(r: &Rotated, out: JsonOut) {
+    if out.json {
+        print_json(r);
+        return;
+    }
+    emit(&format!(
+        "{} accepted ({}{}): event {}, current key {}\n",
+        r.kind,
+        r.applied,
+        if r.resumed { ", resumed" } else { "" },
+        r.index,
+        r.public_key
+    ));
+    if let Some(w) = &r.write {
+        emit(&format!("re-published seq {} {}\n", w.seq, w.cursor));
+    }
 }
 
 /// The view as JSON: the summary, the pin status, the verification and

@@ -13,7 +13,7 @@
 //! - `read`: head, get, rehydrate (the current capsule)
 //! - `history`: history, export, verify (the sealed history)
 //! - `access`: grant, revoke, visibility (who may read: private capsules)
-//! - `keys`: keys, keys init, rotate (the key log, docs/PROTOCOL.md §14)
+//! - `keys`: keys, keys init, rotate, recommit, recover (the key log, docs/PROTOCOL.md §14)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
 //! - `watch`: watch (follow an agent's head as it changes)
@@ -155,6 +155,8 @@ pub(crate) enum RenderFormat {
 enum Command {
     /// Create a new Ed25519 identity and its next key (files mode 0600; keys are never printed).
     Keygen {
+        #[command(flatten)]
+        recovery: keys::RecoveryDigest,
         #[command(flatten)]
         out: JsonOut,
     },
@@ -358,6 +360,12 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
     /// Rotate to the pre-committed next key (next.key), committing a fresh one.
     #[command(after_help = keys::ROTATE_AFTER_HELP)]
     Rotate(keys::RotateArgs),
+    /// Commit a fresh next key with the current key (matures after the recovery window).
+    #[command(after_help = keys::RECOMMIT_AFTER_HELP)]
+    Recommit(keys::RecommitArgs),
+    /// Rotate with the operator's recovery key (a new current key is generated here).
+    #[command(after_help = keys::RECOVER_AFTER_HELP)]
+    Recover(keys::RecoverArgs),
     /// Buy a paid plan with USDC: quote, pay on-chain, claim (never pays twice).
     #[command(after_help = upgrade::AFTER_HELP)]
     Upgrade(upgrade::UpgradeArgs),
@@ -397,7 +405,7 @@ where
 fn dispatch(cli: Cli) -> Result<(), Error> {
     let g = &cli.global;
     match cli.command {
-        Command::Keygen { out } => identity::keygen(g, out),
+        Command::Keygen { recovery, out } => identity::keygen(g, recovery.parse()?, out),
         Command::ImportIdentity { file, out } => identity::import(g, file, out),
         Command::Id { out } => identity::id(g, out),
         Command::Bootstrap { out } => identity::bootstrap(g, out),
@@ -462,6 +470,8 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
         } => access::visibility(g, visibility, &write, out),
         Command::Keys(args) => keys::keys(g, args),
         Command::Rotate(args) => keys::rotate(g, args),
+        Command::Recommit(args) => keys::recommit(g, args),
+        Command::Recover(args) => keys::recover(g, args),
         Command::Upgrade(args) => upgrade::run(g, args),
         Command::Mcp(args) => mcp::run(g, args),
     }

@@ -16,7 +16,7 @@
 //!
 //! `next.key` is the pre-committed next key: written by `keygen`, committed
 //! by digest in the inception, revealed by the next rotation. Only the key
-//! commands (`rotate`, `recommit`, `keys init`) load it: a process that only
+//! commands (`rotate`, `keys init`) load it: a process that only
 //! writes (`put`, `publish`, `mcp`) never holds it, so a leak of the current
 //! key from such a process never includes the key that can rotate.
 
@@ -33,7 +33,7 @@ use std::path::Path;
 /// The pre-committed next key's seed (64 hex, mode 0600): loaded only by
 /// the key commands.
 pub const NEXT_KEY_FILE: &str = "next.key";
-/// A next key generated for a rotation or recommit in flight: written and
+/// A next key generated for a rotation or recovery in flight: written and
 /// synced before anything is submitted, promoted to `next.key` once the
 /// service accepted the event that commits it.
 pub const NEXT_KEY_NEW_FILE: &str = "next.key.new";
@@ -112,6 +112,10 @@ pub struct IdentityFile {
     /// without loading next.key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_key_digest: Option<String>,
+    /// SHA-256 (hex) of the operator's recovery key, for the inception to
+    /// commit (`keygen --recovery-digest`); never the key itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_key_digest: Option<String>,
 }
 
 impl IdentityFile {
@@ -123,6 +127,7 @@ impl IdentityFile {
             key_index: None,
             genesis_public_key: None,
             next_key_digest: None,
+            recovery_key_digest: None,
         }
     }
 
@@ -369,6 +374,7 @@ mod tests {
             key_index: Some(1),
             genesis_public_key: Some(genesis.public_key().to_hex()),
             next_key_digest: None,
+            recovery_key_digest: None,
         })
         .unwrap();
         let signer = s.load_key().unwrap();

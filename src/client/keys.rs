@@ -31,7 +31,7 @@ use crate::core::jcs;
 use crate::core::json::{self, Json};
 use crate::core::key_log::{
     verify_key_log, Change, Digest, KeyEvent, KeyLogReport, KeyState, KeysSummary, LastGood, Pin,
-    PinCheck, RotationAuthority, SealedKeyRecord, Signatures, DEFAULT_WINDOW_SEC,
+    PinCheck, RotationAuthority, SealedKeyRecord, Signatures, Supersedes, DEFAULT_WINDOW_SEC,
 };
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
@@ -62,16 +62,25 @@ pub struct KeysAnswer {
 /// A key event on its way: what `rotation.json` holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingEvent {
-    /// `rotation` (the only kind that changes local keys today).
+    /// `rotation`, `recovery` or `recommit`: which command finishes it.
     pub kind: String,
     /// The exact POST body, resent as is.
     pub body: String,
     /// The event's index.
     pub index: u64,
-    /// The key the event makes current (hex).
+    /// The current key after the event (hex).
     pub public_key: String,
-    /// The file holding that key's seed until it is swapped into `key`.
+    /// Its index among the agent's keys.
+    pub key_index: u64,
+    /// The file holding that key's seed until it is swapped into `key`
+    /// (`key` itself when the event keeps the current key).
     pub current_from: String,
+    /// Whether `next.key.new` becomes `next.key` (the event committed it).
+    pub promote_next: bool,
+    /// Secret files that are dead once the event applied (a cancelled
+    /// recommit's key, a swapped-in key's staging copy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop: Vec<String>,
     /// The capsule the envelope carries, with its seq (a disputing rotation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<PendingWrite>,
@@ -178,18 +187,34 @@ pub struct RotateOptions {
     /// cursor is looked up, and the desired capsule is re-published at the
     /// next seq with the rotation.
     pub last_good: Option<u64>,
+    /// Commit this recovery key digest instead of carrying the log's over.
+    pub recovery_digest: Option<Digest>,
 }
 
-/// What a rotation did.
+/// Options of a recovery rotation.
+#[derive(Debug, Clone)]
+pub struct RecoverOptions {
+    /// The operator's recovery key (its seed file, as `key` is written).
+    pub recovery_key: std::path::PathBuf,
+    /// The next-key rotation (its index) this recovery voids, within its
+    /// window.
+    pub supersedes: Option<u64>,
+    /// A fresh recovery key digest to commit (the revealed one is spent).
+    pub recovery_digest: Option<Digest>,
+}
+
+/// What a key command did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Rotated {
-    /// `new`, or `already_applied` (a resumed rotation the service had).
+    /// `rotation`, `recovery` or `recommit`.
+    pub kind: String,
+    /// `new`, or `already_applied` (a resumed event the service had).
     pub applied: String,
     /// The event's index.
     pub index: u64,
-    /// True when an earlier run's pending rotation was resent.
+    /// True when an earlier run's pending event was resent.
     pub resumed: bool,
-    /// The new current key (public, hex).
+    /// The current key after it (public, hex).
     pub public_key: String,
     /// The summary after it.
     pub keys: Option<KeysSummary>,
@@ -197,6 +222,12 @@ pub struct Rotated {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write: Option<Accepted>,
 }
+
+/// A recommit's next key, pending until the recommit matures (or dropped
+/// when a rotation cancels it).
+pub const NEXT_KEY_RECOMMIT_FILE: &str = "next.key.recommit";
+/// A recovery's new current key, until it is swapped into `key`.
+pub const KEY_NEW_FILE: &str = "key.new";
 
 /// A test-only hook: `SELFCAP_TEST_STOP=after-submit` makes a key command
 /// stop (exit as unavailable) right after the service accepted its event
@@ -329,22 +360,21 @@ impl Client {
         if has_log || key.key_index() > 0 || self.state.published()?.is_some() {
             return Ok(None);
         }
-        let Some(digest) = self
-            .state
-            .identity()?
-            .and_then(|i| i.next_key_digest)
-            .and_then(|d| Digest::from_hex(&d))
-        else {
+        let Some(id) = self.state.identity()? else {
             return Ok(None);
         };
-        Ok(Some(inception(key.key(), digest).to_json()))
+        let Some(digest) = id.next_key_digest.as_deref().and_then(Digest::from_hex) else {
+            return Ok(None);
+        };
+        let recovery = id.recovery_key_digest.as_deref().and_then(Digest::from_hex);
+        Ok(Some(inception(key.key(), digest, recovery).to_json()))
     }
 
     /// `keys init`: an inception alone, for an identity that published
     /// without a key log. Creates next.key when there is none (written and
     /// synced before anything is sent). Idempotent: an agent that has a log
     /// gets an error saying so.
-    pub fn keys_init(&self) -> Result<KeysAnswer, Error> {
+    pub fn keys_init(&self, recovery_digest: Option<Digest>) -> Result<KeysAnswer, Error> {
         let key = self.key()?;
         if key.key_index() > 0 {
             return Err(Error::local(
@@ -368,7 +398,16 @@ impl Client {
             }
         };
         self.note_next_digest(&next)?;
-        let event = inception(key.key(), Digest::of_key(&next.public_key()));
+        let recovery = match recovery_digest {
+            Some(d) => Some(d),
+            None => self
+                .state
+                .identity()?
+                .and_then(|i| i.recovery_key_digest)
+                .as_deref()
+                .and_then(Digest::from_hex),
+        };
+        let event = inception(key.key(), Digest::of_key(&next.public_key()), recovery);
         let body = post_body(&event.to_json(), None);
         let (answer, _) = self.post_key_event(&agent, body)?;
         let _ = self.key_log(Some(&agent));
@@ -390,50 +429,24 @@ impl Client {
         Ok(())
     }
 
-    /// `rotate`: reveals next.key (which becomes the current key), commits
-    /// a freshly generated next key; with `last_good`, disputes the
-    /// outgoing key's writes after that seq and re-publishes the desired
-    /// capsule above it. Resumes a pending rotation first.
+    /// `rotate`: reveals the committed next key (next.key, or a matured
+    /// recommit's), which becomes the current key, and commits a freshly
+    /// generated next key; with `last_good`, disputes the outgoing key's
+    /// writes after that seq and re-publishes the desired capsule above it.
+    /// Resumes a pending rotation first.
     pub fn rotate(&self, opts: &RotateOptions) -> Result<Rotated, Error> {
-        if let Some(p) = self.pending_event()? {
+        if let Some(p) = self.pending_of("rotation")? {
             if opts.last_good.is_some() && p.write.is_none() {
                 return Err(Error::local(format!(
                     "a routine rotation is pending in {ROTATION_FILE}: run `selfcap rotate` to \
                      finish it first"
                 )));
             }
-            return self.resume(p);
+            return self.submit_pending(p, true);
         }
-        let key = self.key()?;
+        let (key, _view, state) = self.current_state()?;
         let agent = key.agent_id();
-        let view = self.trusted_key_log(Some(&agent))?;
-        let Some(state) = view.state.as_ref() else {
-            return Err(Error::local(format!(
-                "{agent} has no key log: publish once (a new identity's first write carries its \
-                 inception) or run `selfcap keys init`"
-            )));
-        };
-        if state.current() != &key.public_key() {
-            return Err(Error::local(format!(
-                "the key log's current key ({}) is not the key in {}: another copy of this identity \
-                 rotated, or the key was rotated out",
-                state.current().to_hex(),
-                self.state.file(state::KEY_FILE).display()
-            )));
-        }
-        let Some(next) = self.state.load_next_key()? else {
-            return Err(Error::local(format!(
-                "no {}: this identity has no pre-committed next key to rotate to",
-                self.state.file(NEXT_KEY_FILE).display()
-            )));
-        };
-        if Digest::of_key(&next.public_key()) != state.next_key_digest {
-            return Err(Error::local(format!(
-                "{} is not the next key the key log committed (rotation_not_committed): \
-                 was a recommit made elsewhere?",
-                self.state.file(NEXT_KEY_FILE).display()
-            )));
-        }
+        let (next, next_file) = self.committed_next_key(&state)?;
         // 1. The new next key exists on disk before anything is signed.
         let new_next = super::fresh_key()?;
         self.state.write_secret(NEXT_KEY_NEW_FILE, &new_next)?;
@@ -450,17 +463,14 @@ impl Client {
             previous_hash: Some(state.head_hash.clone()),
             public_key: next.public_key(),
             next_key_digest: Digest::of_key(&new_next.public_key()),
-            recovery_key_digest: state.recovery_key_digest,
+            recovery_key_digest: opts.recovery_digest.or(state.recovery_key_digest),
             change: Change::Rotation {
                 authority: RotationAuthority::Next,
                 revealed_key: next.public_key(),
                 supersedes: None,
                 disputes_after: disputes_after.clone(),
             },
-            signatures: Signatures {
-                revealed: None,
-                public: [0; 64],
-            },
+            signatures: unsigned(),
         }
         .sign(&next, Some(&next));
         let write = match &disputes_after {
@@ -474,23 +484,140 @@ impl Client {
             }
             None => None,
         };
-        let signer_after = Signer::from_parts(agent.clone(), next, state.length + 1);
+        let key_index = state.key_index() + 1;
+        let signer_after = Signer::from_parts(agent.clone(), next, key_index);
         let envelope = write
             .as_ref()
             .map(|w| signer_after.sign_envelope(w.seq, &w.capsule));
-        let body = post_body(&event.to_json(), envelope.as_ref());
+        // A rotation cancels a pending recommit: its key is dead either way
+        // (swapped in as current, or never to be committed).
         let pending = PendingEvent {
             kind: "rotation".into(),
-            body: String::from_utf8(body).expect("JCS is UTF-8"),
+            body: body_text(&event, envelope.as_ref()),
             index: state.length,
             public_key: signer_after.public_key().to_hex(),
-            current_from: NEXT_KEY_FILE.into(),
+            key_index,
+            current_from: next_file.into(),
+            promote_next: true,
+            drop: vec![NEXT_KEY_RECOMMIT_FILE.into()],
             write,
         };
-        // 2. The signed request is on disk before it is sent.
-        self.state.write_json(ROTATION_FILE, &pending)?;
-        self.state.sync_dir()?;
-        self.submit_pending(pending, false)
+        self.send_new(pending)
+    }
+
+    /// `recommit`: the current key replaces the commitments with a fresh
+    /// next key (for an owner who lost next.key). It matures after the
+    /// recovery window unless a rotation lands first; until then the new
+    /// next key waits in `next.key.recommit` and next.key (if any) still
+    /// rotates (which cancels the recommit).
+    pub fn recommit(&self, recovery_digest: Option<Digest>) -> Result<Rotated, Error> {
+        if let Some(p) = self.pending_of("recommit")? {
+            return self.submit_pending(p, true);
+        }
+        let (key, _view, state) = self.current_state()?;
+        if let Some(p) = &state.pending_recommit {
+            return Err(Error::local(format!(
+                "a recommit is already pending (recommit_pending): it matures at {}",
+                crate::core::time::rfc3339(p.matures_ms)
+            )));
+        }
+        // 1. The new next key exists on disk before anything is signed.
+        let new_next = super::fresh_key()?;
+        self.state.write_secret(NEXT_KEY_RECOMMIT_FILE, &new_next)?;
+        let event = KeyEvent {
+            agent_id: key.agent_id(),
+            index: state.length,
+            previous_hash: Some(state.head_hash.clone()),
+            public_key: key.public_key(),
+            next_key_digest: Digest::of_key(&new_next.public_key()),
+            recovery_key_digest: recovery_digest.or(state.recovery_key_digest),
+            change: Change::Recommit,
+            signatures: unsigned(),
+        }
+        .sign(key.key(), None);
+        let pending = PendingEvent {
+            kind: "recommit".into(),
+            body: body_text(&event, None),
+            index: state.length,
+            public_key: key.public_key().to_hex(),
+            key_index: state.key_index(),
+            current_from: state::KEY_FILE.into(),
+            promote_next: false,
+            drop: Vec::new(),
+            write: None,
+        };
+        self.send_new(pending)
+    }
+
+    /// `recover`: a recovery rotation revealing the operator's recovery
+    /// key; the new current key and next key are generated here and
+    /// written before anything is sent. With `supersedes`, voids that
+    /// next-key rotation (and everything its key and later keys signed).
+    pub fn recover(&self, opts: &RecoverOptions) -> Result<Rotated, Error> {
+        if let Some(p) = self.pending_of("recovery")? {
+            return self.submit_pending(p, true);
+        }
+        let Some(recovery) = super::identity::read_seed_file(&opts.recovery_key)? else {
+            return Err(Error::local(format!(
+                "no recovery key file {}",
+                opts.recovery_key.display()
+            )));
+        };
+        let agent = self.agent_id_of_identity()?;
+        let view = self.trusted_key_log(Some(&agent))?;
+        let Some(mut state) = view.state.clone() else {
+            return Err(no_log(&agent));
+        };
+        state.settle(super::now_ms());
+        let supersedes = match opts.supersedes {
+            Some(k) => {
+                let record = view.records.get(k as usize).ok_or_else(|| {
+                    Error::local(format!("--supersedes {k}: the key log has no event {k}"))
+                })?;
+                let hash = record
+                    .get("hash")
+                    .and_then(Json::as_str)
+                    .ok_or_else(|| Error::Protocol(format!("key log event {k} has no hash")))?;
+                Some(Supersedes {
+                    index: k,
+                    hash: hash.to_owned(),
+                })
+            }
+            None => None,
+        };
+        // 1. The new keys exist on disk before anything is signed.
+        let new_current = super::fresh_key()?;
+        let new_next = super::fresh_key()?;
+        self.state.write_secret(KEY_NEW_FILE, &new_current)?;
+        self.state.write_secret(NEXT_KEY_NEW_FILE, &new_next)?;
+        let event = KeyEvent {
+            agent_id: agent.clone(),
+            index: state.length,
+            previous_hash: Some(state.head_hash.clone()),
+            public_key: new_current.public_key(),
+            next_key_digest: Digest::of_key(&new_next.public_key()),
+            recovery_key_digest: opts.recovery_digest,
+            change: Change::Rotation {
+                authority: RotationAuthority::Recovery,
+                revealed_key: recovery.public_key(),
+                supersedes,
+                disputes_after: None,
+            },
+            signatures: unsigned(),
+        }
+        .sign(&new_current, Some(&recovery));
+        let pending = PendingEvent {
+            kind: "recovery".into(),
+            body: body_text(&event, None),
+            index: state.length,
+            public_key: new_current.public_key().to_hex(),
+            key_index: state.key_index() + 1,
+            current_from: KEY_NEW_FILE.into(),
+            promote_next: true,
+            drop: vec![NEXT_KEY_RECOMMIT_FILE.into(), KEY_NEW_FILE.into()],
+            write: None,
+        };
+        self.send_new(pending)
     }
 
     /// The key event left by an interrupted run, if any.
@@ -498,8 +625,75 @@ impl Client {
         self.state.read_json(ROTATION_FILE)
     }
 
-    fn resume(&self, p: PendingEvent) -> Result<Rotated, Error> {
-        self.submit_pending(p, true)
+    /// The pending event when it is a `kind`; an error naming the command
+    /// that finishes it when it is another kind.
+    fn pending_of(&self, kind: &str) -> Result<Option<PendingEvent>, Error> {
+        match self.pending_event()? {
+            Some(p) if p.kind == kind => Ok(Some(p)),
+            Some(p) => Err(Error::local(format!(
+                "a {} is pending in {ROTATION_FILE}: run `selfcap {}` to finish it first",
+                p.kind,
+                match p.kind.as_str() {
+                    "recovery" => "recover --recovery-key FILE",
+                    "recommit" => "recommit",
+                    _ => "rotate",
+                }
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    /// The identity's key, the verified log, and its state settled now;
+    /// refuses when the key is not the log's current key.
+    fn current_state(&self) -> Result<(Signer, KeyLogView, KeyState), Error> {
+        let key = self.key()?;
+        let agent = key.agent_id();
+        let view = self.trusted_key_log(Some(&agent))?;
+        let Some(mut state) = view.state.clone() else {
+            return Err(no_log(&agent));
+        };
+        state.settle(super::now_ms());
+        if state.current() != &key.public_key() {
+            return Err(Error::local(format!(
+                "the key log's current key ({}) is not the key in {}: another copy of this identity \
+                 rotated, or this key was rotated out",
+                state.current().to_hex(),
+                self.state.file(state::KEY_FILE).display()
+            )));
+        }
+        Ok((key, view, state))
+    }
+
+    /// The next key the log committed, from next.key or a matured
+    /// recommit's file, with the file it is in.
+    fn committed_next_key(&self, state: &KeyState) -> Result<(AgentKey, &'static str), Error> {
+        for file in [NEXT_KEY_FILE, NEXT_KEY_RECOMMIT_FILE] {
+            if let Some(k) = self.state.read_secret(file)? {
+                if Digest::of_key(&k.public_key()) == state.next_key_digest {
+                    return Ok((k, file));
+                }
+            }
+        }
+        if let Some(p) = &state.pending_recommit {
+            return Err(Error::local(format!(
+                "no committed next key here (rotation_not_committed): the recommit's key matures at {}; \
+                 rotate then",
+                crate::core::time::rfc3339(p.matures_ms)
+            )));
+        }
+        Err(Error::local(format!(
+            "no next key in {} is the one the key log committed (rotation_not_committed): \
+             `selfcap recommit` commits a new one (it matures after the recovery window)",
+            self.state.path().display()
+        )))
+    }
+
+    /// Steps 2 and 3 for a new event: on disk, then sent.
+    fn send_new(&self, pending: PendingEvent) -> Result<Rotated, Error> {
+        // 2. The signed request is on disk before it is sent.
+        self.state.write_json(ROTATION_FILE, &pending)?;
+        self.state.sync_dir()?;
+        self.submit_pending(pending, false)
     }
 
     /// Step 3, sends the pending body; on a 200, step 4 swaps the files.
@@ -513,8 +707,8 @@ impl Client {
                     .any(|c| c == "key_event_stale" || c == "rotation_not_committed") =>
             {
                 // Another event took this index, or the committed key moved
-                // on: this event can never apply. Forget it (its next key was
-                // never committed) so the next run starts from the log.
+                // on: this event can never apply. Forget it (what it would
+                // have committed never was) so the next run starts afresh.
                 self.state.remove(ROTATION_FILE)?;
                 self.state.remove(NEXT_KEY_NEW_FILE)?;
                 return Err(Error::Rejected(r));
@@ -524,6 +718,7 @@ impl Client {
         test_stop("after-submit")?;
         let write = self.finish_pending(&p, &answer)?;
         Ok(Rotated {
+            kind: p.kind,
             applied: answer.applied,
             index: answer.index,
             resumed,
@@ -535,8 +730,9 @@ impl Client {
 
     /// Step 4, after the service accepted the pending event: `key` ← the
     /// key it made current, identity.json, `next.key` ← `next.key.new`, the
-    /// write recorded, then `rotation.json` removed. Every step checks what is
-    /// already done, so a crash anywhere is finished by the next run.
+    /// write recorded, dead files removed, then `rotation.json`. Every step
+    /// checks what is already done, so a crash anywhere is finished by the
+    /// next run.
     fn finish_pending(
         &self,
         p: &PendingEvent,
@@ -546,13 +742,15 @@ impl Client {
         if current_now.as_ref().map(|k| k.public_key().to_hex()) != Some(p.public_key.clone()) {
             let Some(new_current) = self.state.read_secret(&p.current_from)? else {
                 return Err(Error::local(format!(
-                    "cannot finish the rotation: {} is missing",
+                    "cannot finish the {}: {} is missing",
+                    p.kind,
                     self.state.file(&p.current_from).display()
                 )));
             };
             if new_current.public_key().to_hex() != p.public_key {
                 return Err(Error::local(format!(
-                    "cannot finish the rotation: {} is not the key it made current",
+                    "cannot finish the {}: {} is not the key it made current",
+                    p.kind,
                     self.state.file(&p.current_from).display()
                 )));
             }
@@ -562,24 +760,25 @@ impl Client {
             .state
             .identity()?
             .ok_or_else(|| Error::local("no identity.json in the state directory"))?;
-        if id.key_index != Some(p.index + 1) || id.public_key != p.public_key {
+        if id.public_key != p.public_key {
             if id.genesis_public_key.is_none() && id.key_index.is_none() {
                 id.genesis_public_key = Some(id.public_key.clone());
             }
             id.public_key = p.public_key.clone();
-            id.key_index = Some(p.index + 1);
+            id.key_index = Some(p.key_index);
         }
-        if let Some(new_next) = self.state.read_secret(NEXT_KEY_NEW_FILE)? {
-            id.next_key_digest = Some(Digest::of_key(&new_next.public_key()).to_hex());
-            self.state.save_identity(&id)?;
-            let from = self.state.file(NEXT_KEY_NEW_FILE);
-            let to = self.state.file(NEXT_KEY_FILE);
-            std::fs::rename(&from, &to)
-                .map_err(|e| Error::local(format!("cannot rename {}: {e}", from.display())))?;
-            self.state.sync_dir()?;
-        } else {
-            self.state.save_identity(&id)?;
+        if p.promote_next {
+            if let Some(new_next) = self.state.read_secret(NEXT_KEY_NEW_FILE)? {
+                id.next_key_digest = Some(Digest::of_key(&new_next.public_key()).to_hex());
+                self.state.save_identity(&id)?;
+                let from = self.state.file(NEXT_KEY_NEW_FILE);
+                let to = self.state.file(NEXT_KEY_FILE);
+                std::fs::rename(&from, &to)
+                    .map_err(|e| Error::local(format!("cannot rename {}: {e}", from.display())))?;
+                self.state.sync_dir()?;
+            }
         }
+        self.state.save_identity(&id)?;
         let mut write = answer.write.clone();
         if let Some(w) = &p.write {
             let cursor = jcs::cursor(&w.capsule);
@@ -593,6 +792,9 @@ impl Client {
                 self.state.note_signed(w.seq, &cursor)?;
                 self.adopt_accepted(&w.capsule, a, previous.as_ref())?;
             }
+        }
+        for f in &p.drop {
+            self.state.remove(f)?;
         }
         self.note_key_log_length(p.index + 1)?;
         self.state.remove(ROTATION_FILE)?;
@@ -662,16 +864,16 @@ impl Client {
     }
 }
 
-/// The inception of `genesis`'s agent committing `next` (no recovery key,
-/// the clients' default window).
-pub fn inception(genesis: &AgentKey, next: Digest) -> KeyEvent {
+/// The inception of `genesis`'s agent committing `next` (and the
+/// operator's `recovery` key digest), with the clients' default window.
+pub fn inception(genesis: &AgentKey, next: Digest, recovery: Option<Digest>) -> KeyEvent {
     KeyEvent {
         agent_id: genesis.agent_id(),
         index: 0,
         previous_hash: None,
         public_key: genesis.public_key(),
         next_key_digest: next,
-        recovery_key_digest: None,
+        recovery_key_digest: recovery,
         change: Change::Inception {
             recovery_window_sec: DEFAULT_WINDOW_SEC,
         },
@@ -681,6 +883,26 @@ pub fn inception(genesis: &AgentKey, next: Digest) -> KeyEvent {
         },
     }
     .sign(genesis, None)
+}
+
+/// Signatures to be filled in by [`KeyEvent::sign`].
+fn unsigned() -> Signatures {
+    Signatures {
+        revealed: None,
+        public: [0; 64],
+    }
+}
+
+/// The POST body as the text `rotation.json` keeps.
+fn body_text(event: &KeyEvent, envelope: Option<&Json>) -> String {
+    String::from_utf8(post_body(&event.to_json(), envelope)).expect("JCS is UTF-8")
+}
+
+fn no_log(agent: &AgentId) -> Error {
+    Error::local(format!(
+        "{agent} has no key log: publish once (a new identity's first write carries its \
+         inception) or run `selfcap keys init`"
+    ))
 }
 
 /// The POST body: `{"event", "envelope"?}` in RFC 8785 form (what a resend
@@ -763,7 +985,7 @@ mod tests {
     fn the_inception_commits_the_next_key_and_verifies() {
         let genesis = AgentKey::from_seed(&[3; 32]);
         let next = AgentKey::from_seed(&[4; 32]);
-        let e = inception(&genesis, Digest::of_key(&next.public_key()));
+        let e = inception(&genesis, Digest::of_key(&next.public_key()), None);
         assert!(e.signatures_verify());
         assert_eq!(e.agent_id, genesis.agent_id());
         assert_eq!(e.next_key_digest, Digest::of_key(&next.public_key()));

@@ -8,7 +8,9 @@
 //!     next.key           the pre-committed next key's seed (same form): written by `keygen`,
 //!                        committed by the inception, revealed by `rotate`; loaded only by
 //!                        the key commands, never by put/publish/mcp (see `identity`)
-//!     next.key.new       a next key generated for a rotation or recommit in flight
+//!     next.key.new       a next key generated for a rotation or recovery in flight
+//!     key.new            a recovery's new current key, until it is swapped into `key`
+//!     next.key.recommit  a recommit's next key, kept until the recommit matures
 //!     rotation.json      a key event signed and not yet seen accepted (resent as is)
 //!     identity.json      {"agent_id", "public_key"} (public); after a rotation also
 //!                        "key_index" and "genesis_public_key" (see `identity`)

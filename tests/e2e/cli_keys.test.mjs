@@ -13,6 +13,8 @@ import path from "node:path";
 import { startWorker } from "./harness.mjs";
 import { agentCli as cliIn, exits, requireSelfcap, selfcapEnv, selfcapIn, SELFCAP_BIN } from "./cli-helpers.mjs";
 import { mcpSession } from "./mcp-helpers.mjs";
+import { keyFromSeed } from "./key-helpers.mjs";
+import crypto from "node:crypto";
 
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-cli-keys-"));
 const MAX_SEQ = 9007199254740991;
@@ -42,9 +44,9 @@ const file = (name, value) => {
 };
 
 /** keygen + bootstrap + the template; nothing published. */
-async function newAgent(name) {
+async function newAgent(name, keygenArgs = []) {
   const a = cliIn(selfcap, TMP, URL_, name);
-  const id = json(exits(await a.run(["keygen", "--json"]), 0, "keygen"));
+  const id = json(exits(await a.run(["keygen", "--json", ...keygenArgs]), 0, "keygen"));
   exits(await a.run(["bootstrap"]), 0, "bootstrap");
   const capsule = JSON.parse(exits(await a.run(["template"]), 0, "template").stdout);
   return { ...a, id: id.agent_id, genesis: id.public_key, capsule };
@@ -294,4 +296,70 @@ test("MCP: self_keys and self_rotate through a real MCP client, never returning 
   }
   assert.equal((await head(a.id)).keys.length, 2);
   assert.equal((await head(a.id)).keys.public_key, json(await a.run(["id", "--json"])).public_key);
+});
+
+test("recover: the operator's recovery key (committed at keygen) rotates to a key generated here; supersedes a rotation within its window", async () => {
+  const seed = crypto.randomBytes(32);
+  const recovery = keyFromSeed(seed);
+  const recoveryFile = path.join(TMP, "recovery.key");
+  writeFileSync(recoveryFile, `${seed.toString("hex")}\n`, { mode: 0o600 });
+  const a = await newAgent("recovered", ["--recovery-digest", recovery.digest]);
+  exits(await putMotto(a, "Before the recovery."), 0, "put");
+  assert.equal((await head(a.id)).keys.recovery_committed, true, "the inception committed the recovery key");
+  // A thief holding key and next.key rotates: provisional while the window is open.
+  const thief = path.join(TMP, "recovered-thief");
+  cpSync(a.dir, thief, { recursive: true });
+  const stolen = json(exits(await selfcap(["--state-dir", thief, "--url", URL_, "rotate", "--json"]), 0, "thief rotates"));
+  assert.equal(stolen.index, 1);
+  assert.ok((await head(a.id)).keys.final_at, "a next rotation with a recovery key committed is provisional");
+  // The owner's copy no longer holds the current key.
+  exits(await a.run(["rotate"]), 1, "owner rotate after the thief's");
+
+  const r = json(exits(await a.run(["recover", "--recovery-key", recoveryFile, "--supersedes", "1", "--json"]), 0, "recover"));
+  assert.equal(r.kind, "recovery");
+  assert.equal(r.applied, "new");
+  assert.equal(r.index, 2);
+  const h = await head(a.id);
+  assert.equal(h.keys.public_key, r.public_key);
+  assert.equal(h.keys.recovery_committed, false, "the revealed recovery key is spent");
+  for (const f of ["rotation.json", "key.new", "next.key.new"]) assert.equal(existsSync(path.join(a.dir, f)), false, f);
+  assert.equal(json(exits(await a.run(["id", "--json"]), 0, "id")).public_key, r.public_key);
+  const text = JSON.stringify(r);
+  assert.equal(text.includes(seed.toString("hex")), false);
+  // The owner writes again; the thief's key was voided.
+  exits(await putMotto(a, "After the recovery."), 0, "put after recover");
+  const t = await selfcap(["--state-dir", thief, "--url", URL_, "put", file("thief3.json", withMotto(a.capsule, "Voided.")), "--json"]);
+  exits(t, 6, "the voided key");
+  // And rotates normally from here.
+  exits(await a.run(["rotate"]), 0, "rotate after recover");
+  exits(await a.run(["keys"]), 0, "keys");
+});
+
+test("recommit: a fresh next key, pending until it matures; a rotation with next.key first cancels it", async () => {
+  const a = await newAgent("recommitted");
+  exits(await putMotto(a, "Before the recommit."), 0, "put");
+  const r = json(exits(await a.run(["recommit", "--json"]), 0, "recommit"));
+  assert.equal(r.kind, "recommit");
+  assert.equal(r.index, 1);
+  assert.ok(r.keys.pending_recommit.matures_at, "pending until the window has passed");
+  assert.equal(statSync(path.join(a.dir, "next.key.recommit")).mode & 0o777, 0o600);
+  assert.equal((await head(a.id)).keys.pending_recommit.matures_at, r.keys.pending_recommit.matures_at);
+  // One at a time.
+  const again = await a.run(["recommit"]);
+  exits(again, 1, "a second recommit");
+  assert.match(again.stderr, /recommit_pending/);
+  // Writes are untouched (the current key did not change).
+  exits(await putMotto(a, "During the recommit."), 0, "put during the recommit");
+  // Without next.key, rotate says when the recommit matures.
+  const nextKey = readFileSync(path.join(a.dir, "next.key"));
+  rmSync(path.join(a.dir, "next.key"));
+  const early = await a.run(["rotate"]);
+  exits(early, 1, "rotate before maturity");
+  assert.match(early.stderr, /matures at/);
+  writeFileSync(path.join(a.dir, "next.key"), nextKey, { mode: 0o600 });
+  // The still-committed next key rotates, which cancels the recommit.
+  const rot = json(exits(await a.run(["rotate", "--json"]), 0, "rotate"));
+  assert.equal(rot.keys.pending_recommit, null);
+  assert.equal(existsSync(path.join(a.dir, "next.key.recommit")), false, "the cancelled recommit's key is gone");
+  exits(await putMotto(a, "After the rotation."), 0, "put after rotate");
 });
