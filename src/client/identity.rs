@@ -16,9 +16,10 @@
 //!
 //! `next.key` is the pre-committed next key: written by `keygen`, committed
 //! by digest in the inception, revealed by the next rotation. Only the key
-//! commands (`rotate`, `keys init`) load it: a process that only
-//! writes (`put`, `publish`, `mcp`) never holds it, so a leak of the current
-//! key from such a process never includes the key that can rotate.
+//! commands load it (`rotate`, `keys init`, and `selfcap mcp` only inside a
+//! `self_rotate` call): writing (`put`, `publish`, every MCP write tool)
+//! never reads it, so a leak of the current key through a write path never
+//! includes the key that can rotate.
 
 use super::error::Error;
 use super::state::{self, StateDir};

@@ -363,3 +363,16 @@ test("recommit: a fresh next key, pending until it matures; a rotation with next
   assert.equal(existsSync(path.join(a.dir, "next.key.recommit")), false, "the cancelled recommit's key is gone");
   exits(await putMotto(a, "After the rotation."), 0, "put after rotate");
 });
+
+test("after a rotation, signed reads of a private capsule are made by the current key as the agent", async () => {
+  const a = await newAgent("private");
+  exits(await putMotto(a, "Public at first."), 0, "put");
+  exits(await a.run(["rotate"]), 0, "rotate");
+  exits(await a.run(["visibility", "private"]), 0, "visibility private (a write by the new key)");
+  assert.equal((await fetch(`${URL_}/self/${a.id}/capsule.json`)).status, 404, "unsigned: not readable");
+  const got = await a.run(["get"]);
+  exits(got, 0, "a signed read by the rotated key");
+  assert.equal(JSON.parse(got.stdout).agent_id, a.id);
+  exits(await a.run(["head"]), 0, "head, signed");
+  exits(await a.run(["verify"]), 0, "verify, signed reads");
+});
