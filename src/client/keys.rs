@@ -920,14 +920,18 @@ mod tests {
     use super::*;
     use crate::client::ExitCode;
 
-    /// The intact log of the verifier vector (tests/vectors/keys/).
-    fn vector_log() -> (AgentId, Vec<SealedKeyRecord>) {
+    fn vector() -> Json {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/vectors/keys/verifier.json"
         ))
         .unwrap();
-        let v = json::parse_str(&text).unwrap();
+        json::parse_str(&text).unwrap()
+    }
+
+    /// The intact log of the verifier vector (tests/vectors/keys/).
+    fn vector_log() -> (AgentId, Vec<SealedKeyRecord>) {
+        let v = vector();
         let agent = AgentId::parse(v.get("agent_id").and_then(Json::as_str).unwrap()).unwrap();
         let Some(Json::Array(cases)) = v.get("cases") else {
             panic!("cases")
@@ -1000,5 +1004,88 @@ mod tests {
             jcs::canonicalize(&json::parse_str(&body).unwrap()),
             "resent byte for byte"
         );
+    }
+
+    /// A service that serves the vector's keys.json (its first `served`
+    /// records) and its keyring, nothing else.
+    #[derive(Clone)]
+    struct KeysOnly(std::rc::Rc<std::cell::Cell<usize>>);
+
+    impl crate::client::http::Transport for KeysOnly {
+        fn send(
+            &self,
+            req: &Request,
+        ) -> Result<crate::client::http::Response, crate::client::http::TransportError> {
+            let v = vector();
+            let ok = |body: String| crate::client::http::Response {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: body.into_bytes(),
+            };
+            if req.url.ends_with(crate::core::urls::KEYS_PATH) {
+                return Ok(ok(jcs::canonicalize(v.get("service_keyring").unwrap())));
+            }
+            assert!(req.url.ends_with("/keys.json"), "{}", req.url);
+            let (agent, _) = vector_log();
+            let Some(Json::Array(cases)) = v.get("cases") else {
+                panic!("cases")
+            };
+            let Some(Json::Array(log)) = cases[0].get("log") else {
+                panic!("log")
+            };
+            let records: Vec<String> = log[..self.0.get()].iter().map(jcs::canonicalize).collect();
+            Ok(ok(format!(
+                r#"{{"agent_id":"{agent}","v":"selfcap-keys/1","keys":null,"records":[{}]}}"#,
+                records.join(",")
+            )))
+        }
+    }
+
+    #[test]
+    fn key_log_pins_first_sight_moves_forward_and_keeps_the_pin_on_a_rollback() {
+        let dir = std::env::temp_dir().join(format!(
+            "selfcap-keys-pin-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let state = super::super::StateDir::new(&dir);
+        state.create(&AgentKey::from_seed(&[5; 32]), None).unwrap();
+        let (agent, log) = vector_log();
+        let served = std::rc::Rc::new(std::cell::Cell::new(log.len() - 1));
+        let client = || {
+            Client::new(super::super::StateDir::new(&dir))
+                .with_base_url(Some("http://svc.test".into()))
+                .with_policy(crate::client::BackoffPolicy::no_retries())
+                .with_transport(Box::new(KeysOnly(served.clone())))
+        };
+        let first = client().key_log(Some(&agent)).unwrap();
+        assert!(first.report.valid, "{:?}", first.report.failures);
+        assert_eq!(first.pin, PinStatus::New);
+        assert_eq!(
+            client().key_pins().unwrap()[agent.as_str()],
+            Pin::of(&log[..log.len() - 1]).unwrap()
+        );
+        served.set(log.len());
+        assert_eq!(
+            client().key_log(Some(&agent)).unwrap().pin,
+            PinStatus::Consistent
+        );
+        assert_eq!(
+            client().key_pins().unwrap()[agent.as_str()],
+            Pin::of(&log).unwrap(),
+            "the pin moves forward"
+        );
+        served.set(1);
+        let rolled = client().key_log(Some(&agent)).unwrap();
+        assert!(matches!(rolled.pin, PinStatus::Rollback { served: 1, .. }));
+        assert_eq!(
+            client().key_pins().unwrap()[agent.as_str()],
+            Pin::of(&log).unwrap(),
+            "a rollback never moves the pin back"
+        );
+        let e = client().trusted_key_log(Some(&agent)).unwrap_err();
+        assert_eq!(e.exit_code(), ExitCode::KeyLogConflict);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
