@@ -51,6 +51,7 @@ impl Client {
         progress: &dyn Fn(&str),
     ) -> Result<Value, Error> {
         let key = self.key()?;
+        super::refuse_rotated(&key)?;
         if !is_invoice_id(invoice_id) {
             return Err(Error::local(format!(
                 "not an invoice id: {invoice_id:?} (expected inv_ + 32 hex, as a quote returned it)"
