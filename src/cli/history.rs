@@ -69,12 +69,10 @@ pub(crate) fn verify(
         Some(Json::Array(records)) => records.iter().map(keys::event_line_json).collect(),
         _ => Vec::new(),
     };
+    // --json is the core's report exactly (the Explorer's wasm prints the
+    // same bytes); the key log's events are `selfcap keys --json`.
     if out.json {
-        let mut v = serde_json::to_value(&report).unwrap_or_default();
-        if !key_log.is_empty() {
-            v["key_log"] = serde_json::Value::Array(key_log);
-        }
-        print_json(&v);
+        print_json(&report);
     } else {
         print_report(&report);
         print_key_log(&key_log);

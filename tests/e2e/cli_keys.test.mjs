@@ -195,7 +195,7 @@ test("--compromised --last-good: a thief's burnt seq no longer bricks the identi
   const v = json(exits(await a.run(["verify", "--json"]), 0, "verify --json"));
   assert.equal(v.valid, true);
   assert.equal(v.disputed.length, 1);
-  assert.deepEqual(v.key_log.map((e) => `${e.type}/${e.authority}`), ["inception/genesis", "rotation/next"]);
+  assert.equal("key_log" in v, false, "--json is the core's report exactly");
   const text = exits(await a.run(["verify"]), 0, "verify").stdout;
   assert.match(text, new RegExp(`disputed +entries ${v.disputed[0]} `));
   assert.match(text, /key log +2 event\(s\)/);
