@@ -318,6 +318,7 @@ fn print_view(v: &KeyLogView) {
         ));
     }
     out.push_str(&match &v.pin {
+        PinStatus::Unpinned => "  pin: none (no state directory to keep one in)\n".to_owned(),
         PinStatus::New => "  pin: first sight, pinned\n".to_owned(),
         PinStatus::Consistent => "  pin: consistent with the log seen before\n".to_owned(),
         PinStatus::Rollback { pinned, served } => {

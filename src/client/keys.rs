@@ -114,6 +114,8 @@ pub struct KeyLogView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum PinStatus {
+    /// No state directory to keep a pin in: not compared.
+    Unpinned,
     /// No pin yet (first sight), now pinned.
     New,
     /// The pinned log, or one that extends it; the pin moved forward.
@@ -276,6 +278,17 @@ impl Client {
             .iter()
             .filter_map(|r| SealedKeyRecord::from_json(r).ok())
             .collect();
+        // A reader without a state directory (an MCP reader before its
+        // identity exists) has nowhere to keep a pin.
+        if !self.state.path().is_dir() {
+            return Ok(KeyLogView {
+                agent_id: target,
+                records,
+                report,
+                state,
+                pin: PinStatus::Unpinned,
+            });
+        }
         let mut pins = self.key_pins()?;
         let pin = check_pin(pins.get(target.as_str()), &sealed);
         // Only a log that verified moves the pin: an unverifiable one is
@@ -701,16 +714,21 @@ impl Client {
         let agent = self.agent_id_of_identity()?;
         let answer = match self.post_key_event(&agent, p.body.clone().into_bytes()) {
             Ok((a, _)) => a,
-            Err(Error::Rejected(r))
-                if r.reason_codes
-                    .iter()
-                    .any(|c| c == "key_event_stale" || c == "rotation_not_committed") =>
-            {
-                // Another event took this index, or the committed key moved
-                // on: this event can never apply. Forget it (what it would
-                // have committed never was) so the next run starts afresh.
+            // A refusal (other than a 429) changed nothing, and the exact
+            // bytes of an event the log holds are never refused (they get
+            // `already_applied`): this event did not apply and resending it
+            // would only be refused again (key_event_stale, a spent
+            // commitment, a closed window...). Forget it and the keys it
+            // would have committed, so the next run builds afresh from the
+            // log.
+            Err(Error::Rejected(r)) if r.status != 429 && (400..500).contains(&r.status) => {
                 self.state.remove(ROTATION_FILE)?;
                 self.state.remove(NEXT_KEY_NEW_FILE)?;
+                self.state.remove(KEY_NEW_FILE)?;
+                if p.kind == "recommit" {
+                    self.state.remove(NEXT_KEY_RECOMMIT_FILE)?;
+                }
+                self.state.sync_dir()?;
                 return Err(Error::Rejected(r));
             }
             Err(e) => return Err(e),
@@ -765,7 +783,12 @@ impl Client {
                 id.genesis_public_key = Some(id.public_key.clone());
             }
             id.public_key = p.public_key.clone();
-            id.key_index = Some(p.key_index);
+            // The service's count when it just applied the event (a
+            // superseding recovery voids keys); else the one computed.
+            id.key_index = Some(match (&answer.keys, answer.applied.as_str()) {
+                (Some(k), "new") => k.index,
+                _ => p.key_index,
+            });
         }
         if p.promote_next {
             if let Some(new_next) = self.state.read_secret(NEXT_KEY_NEW_FILE)? {

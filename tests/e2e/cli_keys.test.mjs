@@ -321,6 +321,14 @@ test("recover: the operator's recovery key (committed at keygen) rotates to a ke
   // The owner's copy no longer holds the current key.
   exits(await a.run(["rotate"]), 1, "owner rotate after the thief's");
 
+  // A key that was never committed: refused, and nothing is left pending.
+  const wrongFile = path.join(TMP, "wrong-recovery.key");
+  writeFileSync(wrongFile, `${crypto.randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
+  const wrong = await a.run(["recover", "--recovery-key", wrongFile, "--supersedes", "1"]);
+  exits(wrong, 6, "recover with an uncommitted key");
+  assert.match(wrong.stderr, /rotation_not_committed/);
+  for (const f of ["rotation.json", "key.new", "next.key.new"]) assert.equal(existsSync(path.join(a.dir, f)), false, f);
+
   const r = json(exits(await a.run(["recover", "--recovery-key", recoveryFile, "--supersedes", "1", "--json"]), 0, "recover"));
   assert.equal(r.kind, "recovery");
   assert.equal(r.applied, "new");
