@@ -198,6 +198,13 @@ impl StateDir {
             (Some(agent_id), Some(key_index), true) if key_index > 0 => {
                 Ok(Signer::from_parts(agent_id, key, key_index))
             }
+            // A crash in the middle of a key swap leaves exactly this: the
+            // command that finishes it is the one to run.
+            _ if self.file(super::keys::ROTATION_FILE).is_file() => Err(bad_key(
+                &path,
+                "a key event is half applied (rotation.json): run `selfcap rotate` (or the \
+                 `recover`/`recommit` it names) to finish it",
+            )),
             _ => Err(bad_key(
                 &path,
                 "it does not belong to the agent in identity.json",

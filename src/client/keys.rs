@@ -233,8 +233,9 @@ pub const KEY_NEW_FILE: &str = "key.new";
 
 /// A test-only hook: `SELFCAP_TEST_STOP=after-submit` makes a key command
 /// stop (exit as unavailable) right after the service accepted its event
-/// and before any local file is swapped, as a crash there would. Honoured
-/// only when set; never set it outside tests.
+/// and before any local file is swapped, as a crash there would;
+/// `after-key-swap` right after `key` was replaced, before identity.json.
+/// Honoured only when set; never set it outside tests.
 pub const TEST_STOP_ENV: &str = "SELFCAP_TEST_STOP";
 
 fn test_stop(point: &str) -> Result<(), Error> {
@@ -773,6 +774,7 @@ impl Client {
                 )));
             }
             self.state.write_secret(state::KEY_FILE, &new_current)?;
+            test_stop("after-key-swap")?;
         }
         let mut id = self
             .state

@@ -160,6 +160,15 @@ test("an interrupted rotation resumes with the same bytes and applies once", asy
   const again = json(exits(await a.run(["rotate", "--json"]), 0, "second rotate"));
   assert.equal(again.index, 2);
   assert.equal((await head(a.id)).keys.length, 3);
+  // A crash in the middle of the swap (key replaced, identity.json not yet).
+  exits(await a.run(["rotate"], { env: { SELFCAP_TEST_STOP: "after-key-swap" } }), 3, "stopped mid-swap");
+  const half = await putMotto(a, "Mid-swap.");
+  exits(half, 1, "put while half applied");
+  assert.match(half.stderr, /half applied \(rotation\.json\): run `selfcap rotate`/);
+  const fin = json(exits(await a.run(["rotate", "--json"]), 0, "rotate finishes the swap"));
+  assert.deepEqual([fin.applied, fin.resumed, fin.index], ["already_applied", true, 3]);
+  exits(await putMotto(a, "After the finished swap."), 0, "put after the finished swap");
+  assert.equal((await head(a.id)).keys.length, 4);
 });
 
 test("--compromised --last-good: a thief's burnt seq no longer bricks the identity", async () => {
