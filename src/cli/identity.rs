@@ -133,6 +133,16 @@ pub(crate) fn status(g: &Global, out: JsonOut) -> Result<(), Error> {
                 (None, ..) => format!("{} (run `selfcap head` to read it)", none()),
             }
         ));
+        if let Some(i) = s.key_index {
+            emit(&format!(
+                "key         index {i} in the key log (`selfcap keys`)\n"
+            ));
+        }
+        if let Some(k) = &s.key_event_pending {
+            emit(&format!(
+                "pending     a {k} in rotation.json, not yet seen accepted: run the command again to finish it\n"
+            ));
+        }
     }
     Ok(())
 }

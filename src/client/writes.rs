@@ -80,6 +80,13 @@ pub struct Status {
     pub paid_until: Option<String>,
     /// When that tier was read (the head's `generated_at`, or the credit's time).
     pub tier_as_of: Option<String>,
+    /// The current key's index in the agent's key log (§14), once it rotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_index: Option<u64>,
+    /// A key event signed and not yet seen accepted (rotation.json's kind):
+    /// the key command of that name finishes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_event_pending: Option<String>,
 }
 
 impl Client {
@@ -358,6 +365,8 @@ impl Client {
             tier: tier.as_ref().map(|t| t.tier.clone()),
             paid_until: tier.as_ref().and_then(|t| t.paid_until.clone()),
             tier_as_of: tier.map(|t| t.as_of),
+            key_index: Some(key.key_index()).filter(|i| *i > 0),
+            key_event_pending: self.pending_event().ok().flatten().map(|p| p.kind),
         })
     }
 

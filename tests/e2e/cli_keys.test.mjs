@@ -112,6 +112,8 @@ test("keygen writes next.key 0600; the first publish carries the inception; rota
   const st = json(exits(await a.run(["status", "--json"]), 0, "status"));
   assert.equal(st.agent_id, a.id);
   assert.equal(st.public_key, nextPub);
+  assert.equal(st.key_index, 1);
+  assert.equal("key_event_pending" in st, false);
   // bootstrap registers the genesis key (whose hash is the agent id).
   assert.equal(json(exits(await a.run(["bootstrap", "--json"]), 0, "bootstrap after rotate")).agent_id, a.id);
   // Payment claims are checked against the genesis key: refused here, before anything is sent.
@@ -147,6 +149,7 @@ test("an interrupted rotation resumes with the same bytes and applies once", asy
   assert.equal(readFileSync(path.join(a.dir, "key"), "utf8"), seedBefore);
   const pending = read(path.join(a.dir, "rotation.json"));
   assert.ok(existsSync(path.join(a.dir, "next.key.new")));
+  assert.equal(json(exits(await a.run(["status", "--json"]), 0, "status")).key_event_pending, "rotation");
 
   const resumed = await a.run(["rotate", "--json"]);
   const r = json(exits(resumed, 0, "rotate resumed"));
