@@ -94,7 +94,18 @@ fn keygen_writes_a_private_key_it_never_prints() {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        let next_mode = std::fs::metadata(dir.join("next.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(next_mode & 0o777, 0o600);
     }
+    // The pre-committed next key: another key, never printed either.
+    let next = std::fs::read_to_string(dir.join("next.key")).unwrap();
+    assert_eq!(next.trim().len(), 64);
+    assert_ne!(next.trim(), seed.trim());
+    assert!(!text(&out.stdout).contains(next.trim()));
+    assert!(!text(&out.stderr).contains(next.trim()));
     // `id` finds the only identity in the default home.
     let again = selfcap(&["id", "--json"], &home);
     let id2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();

@@ -3,9 +3,10 @@
 //! it does not verify).
 
 use crate::cli::print::{emit, emit_bytes, print_json};
-use crate::cli::{agent_arg, read_json, reader_client, Global, JsonOut};
+use crate::cli::{agent_arg, keys, read_json, reader_client, Global, JsonOut};
 use crate::client::{self, Error};
 use crate::core::history::{CheckName, Report};
+use crate::core::json::Json;
 use std::path::PathBuf;
 
 /// `history [AGENT_ID] [--since CURSOR] [--limit N]`: newest first.
@@ -52,18 +53,29 @@ pub(crate) fn verify(
                 .map_err(|e| Error::Local(format!("{}: {e}", k.display())))
         })
         .transpose()?;
-    let report = match export {
-        Some(file) => client::verify_bundle(&read_json(Some(file))?, trusted, None),
+    let (report, bundle) = match export {
+        Some(file) => {
+            let bundle = read_json(Some(file))?;
+            (client::verify_bundle(&bundle, trusted, None), bundle)
+        }
         None => {
             let agent = agent_arg(agent_id)?;
             let c = reader_client(g, agent.as_ref())?;
-            c.verify(agent.as_ref(), trusted)?
+            c.verify_export(agent.as_ref(), trusted)?
         }
     };
+    // The key log the export carries (§14), verified with the chain.
+    let key_log: Vec<serde_json::Value> = match bundle.get("key_log") {
+        Some(Json::Array(records)) => records.iter().map(keys::event_line_json).collect(),
+        _ => Vec::new(),
+    };
+    // --json is the core's report exactly (the Explorer's wasm prints the
+    // same bytes); the key log's events are `selfcap keys --json`.
     if out.json {
         print_json(&report);
     } else {
         print_report(&report);
+        print_key_log(&key_log);
     }
     for w in &report.warnings {
         eprintln!("selfcap: warning: {w}");
@@ -151,11 +163,38 @@ fn print_report(r: &Report) {
             out.push_str(&format!("    {at}: {}\n", f.detail));
         }
     }
+    if !r.disputed.is_empty() {
+        let list: Vec<String> = r.disputed.iter().map(u64::to_string).collect();
+        out.push_str(&format!(
+            "  disputed  entries {} (signed by a key its owner rotated out as stolen: in the chain, not the owner's)\n",
+            list.join(", ")
+        ));
+    }
     if !r.withheld.is_empty() {
         let list: Vec<String> = r.withheld.iter().map(u64::to_string).collect();
         out.push_str(&format!(
             "  withheld  entries {} (written private: place and seal checked, content not shown)\n",
             list.join(", ")
+        ));
+    }
+    emit(&out);
+}
+
+/// The key log's events under the report (nothing without a log).
+fn print_key_log(events: &[serde_json::Value]) {
+    if events.is_empty() {
+        return;
+    }
+    let mut out = format!("  key log   {} event(s)\n", events.len());
+    for e in events {
+        let s = |k: &str| e[k].as_str().unwrap_or("-").to_owned();
+        out.push_str(&format!(
+            "    event {} {} ({}) key {} accepted {}\n",
+            e["index"],
+            s("type"),
+            s("authority"),
+            s("public_key"),
+            s("accepted_at")
         ));
     }
     emit(&out);

@@ -7,8 +7,20 @@ use crate::client::{import, state, Client, Error};
 use std::path::PathBuf;
 
 /// `keygen`: a new identity in the directory the options select.
-pub(crate) fn keygen(g: &Global, out: JsonOut) -> Result<(), Error> {
+pub(crate) fn keygen(
+    g: &Global,
+    recovery: Option<crate::core::key_log::Digest>,
+    out: JsonOut,
+) -> Result<(), Error> {
     let (dir, key) = Client::keygen(&location(g))?;
+    if let Some(d) = recovery {
+        // Committed by the inception the first publish carries.
+        let mut id = dir
+            .identity()?
+            .ok_or_else(|| Error::Local("keygen wrote no identity.json".into()))?;
+        id.recovery_key_digest = Some(d.to_hex());
+        dir.save_identity(&id)?;
+    }
     let v = serde_json::json!({
         "agent_id": key.agent_id().as_str(),
         "public_key": key.public_key().to_hex(),
@@ -121,6 +133,16 @@ pub(crate) fn status(g: &Global, out: JsonOut) -> Result<(), Error> {
                 (None, ..) => format!("{} (run `selfcap head` to read it)", none()),
             }
         ));
+        if let Some(i) = s.key_index {
+            emit(&format!(
+                "key         index {i} in the key log (`selfcap keys`)\n"
+            ));
+        }
+        if let Some(k) = &s.key_event_pending {
+            emit(&format!(
+                "pending     a {k} in rotation.json, not yet seen accepted: run the command again to finish it\n"
+            ));
+        }
     }
     Ok(())
 }

@@ -27,7 +27,9 @@ use std::time::Duration;
 pub(crate) const AFTER_HELP: &str = "\
 Speaks MCP (JSON-RPC) on stdin/stdout until stdin closes. Tools: self_bootstrap,
 self_rehydrate, self_read, self_write, self_subscribe, self_history, self_checkpoint,
-self_verify, self_upgrade (the public @diffdelta/mcp-server's names and arguments).
+self_verify, self_upgrade (the public @diffdelta/mcp-server's names and arguments), and
+self_keys, self_rotate (the key log; no key material in any answer). Recovery after a
+theft and recommits are operator commands (selfcap rotate --compromised), never tools.
 
 The service URL: --url / SELFCAP_URL, else DIFFDELTA_BASE_URL, else the one
 self_bootstrap stored. The identity: the same state directory as every other selfcap

@@ -13,6 +13,7 @@
 //! - `read`: head, get, rehydrate (the current capsule)
 //! - `history`: history, export, verify (the sealed history)
 //! - `access`: grant, revoke, visibility (who may read: private capsules)
+//! - `keys`: keys, keys init, rotate, recommit, recover (the key log, docs/PROTOCOL.md §14)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
 //! - `watch`: watch (follow an agent's head as it changes)
@@ -26,6 +27,7 @@ mod access;
 mod canon;
 mod history;
 mod identity;
+mod keys;
 mod mcp;
 mod print;
 mod publish;
@@ -60,10 +62,12 @@ Quick start:
   selfcap visibility private                      # only this agent and granted readers may read
   selfcap grant READER_ID --scope capsule         # let READER_ID read capsule.json
   selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
+  selfcap keys; selfcap rotate                    # the key log; rotate to the committed next key
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
-  key             Ed25519 seed, 64 hex, mode 0600 (never printed)
-  identity.json   agent_id and public key
+  key             the current Ed25519 seed, 64 hex, mode 0600 (never printed)
+  next.key        the pre-committed next key (same form); only the key commands load it
+  identity.json   agent_id and current public key (plus key_index after a rotation)
   service.json    the URLs bootstrap returned
   capsule.json    the desired state: edit it (or `selfcap set FILE`); `publish` sends it
               only when it differs (by cursor) from published.json
@@ -149,8 +153,10 @@ pub(crate) enum RenderFormat {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Create a new Ed25519 identity (key file mode 0600; the key is never printed).
+    /// Create a new Ed25519 identity and its next key (files mode 0600; keys are never printed).
     Keygen {
+        #[command(flatten)]
+        recovery: keys::RecoveryDigest,
         #[command(flatten)]
         out: JsonOut,
     },
@@ -348,6 +354,18 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
         #[command(flatten)]
         out: JsonOut,
     },
+    /// Show and verify an agent's key log (keys.json), pinned per agent; `keys init` starts one.
+    #[command(after_help = keys::KEYS_AFTER_HELP)]
+    Keys(keys::KeysArgs),
+    /// Rotate to the pre-committed next key (next.key), committing a fresh one.
+    #[command(after_help = keys::ROTATE_AFTER_HELP)]
+    Rotate(keys::RotateArgs),
+    /// Commit a fresh next key with the current key (matures after the recovery window).
+    #[command(after_help = keys::RECOMMIT_AFTER_HELP)]
+    Recommit(keys::RecommitArgs),
+    /// Rotate with the operator's recovery key (a new current key is generated here).
+    #[command(after_help = keys::RECOVER_AFTER_HELP)]
+    Recover(keys::RecoverArgs),
     /// Buy a paid plan with USDC: quote, pay on-chain, claim (never pays twice).
     #[command(after_help = upgrade::AFTER_HELP)]
     Upgrade(upgrade::UpgradeArgs),
@@ -387,7 +405,7 @@ where
 fn dispatch(cli: Cli) -> Result<(), Error> {
     let g = &cli.global;
     match cli.command {
-        Command::Keygen { out } => identity::keygen(g, out),
+        Command::Keygen { recovery, out } => identity::keygen(g, recovery.parse()?, out),
         Command::ImportIdentity { file, out } => identity::import(g, file, out),
         Command::Id { out } => identity::id(g, out),
         Command::Bootstrap { out } => identity::bootstrap(g, out),
@@ -450,6 +468,10 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
             write,
             out,
         } => access::visibility(g, visibility, &write, out),
+        Command::Keys(args) => keys::keys(g, args),
+        Command::Rotate(args) => keys::rotate(g, args),
+        Command::Recommit(args) => keys::recommit(g, args),
+        Command::Recover(args) => keys::recover(g, args),
         Command::Upgrade(args) => upgrade::run(g, args),
         Command::Mcp(args) => mcp::run(g, args),
     }

@@ -17,7 +17,8 @@ pub(crate) fn head(g: &Global, agent_id: Option<&str>, out: JsonOut) -> Result<(
         HeadOutcome::Unchanged { etag } => {
             if out.json {
                 print_json(&serde_json::json!({
-                    "status": "unchanged", "cursor": format!("{CURSOR_PREFIX}{etag}")
+                    "status": "unchanged",
+                    "cursor": format!("{CURSOR_PREFIX}{}", crate::core::record::split_head_etag(&etag).0)
                 }));
             } else {
                 emit("unchanged\n");

@@ -42,11 +42,15 @@ pub enum ExitCode {
     /// Nothing was credited, the payment is safe, and the message names the
     /// exact command that claims it later.
     ClaimLater = 9,
+    /// `keys` (and the key commands): the service served a key log shorter
+    /// than the one pinned here (rollback) or another event at a pinned
+    /// index (fork). Evidence against the service: nothing was changed.
+    KeyLogConflict = 10,
 }
 
 impl ExitCode {
     /// Every code, in numeric order.
-    pub const ALL: [ExitCode; 10] = [
+    pub const ALL: [ExitCode; 11] = [
         ExitCode::Ok,
         ExitCode::Local,
         ExitCode::Usage,
@@ -57,6 +61,7 @@ impl ExitCode {
         ExitCode::NotFound,
         ExitCode::Unverified,
         ExitCode::ClaimLater,
+        ExitCode::KeyLogConflict,
     ];
 
     /// The number the process exits with.
@@ -87,6 +92,9 @@ impl ExitCode {
             ExitCode::Unverified => "verification failed",
             ExitCode::ClaimLater => {
                 "payment not verifiable now (provider outage): safe, claim it later as printed"
+            }
+            ExitCode::KeyLogConflict => {
+                "key log rollback or fork: the service contradicts the log pinned here"
             }
         }
     }
@@ -125,6 +133,11 @@ identity is not granted that read)"
                 "upgrade: the service could not verify the payment on-chain within
 --provider-timeout (payment_provider_unavailable); nothing was credited, the
 payment is safe, and the message gives the command that claims it later"
+            }
+            ExitCode::KeyLogConflict => {
+                "key log rollback or fork: the service served a shorter key log than the one
+pinned here, or another event at a pinned index (evidence against the
+service; nothing was changed)"
             }
         }
     }
@@ -179,6 +192,8 @@ pub enum Error {
     /// A claim gave up waiting through a payment-provider outage: nothing was
     /// credited and the payment is safe; the message says how to claim later.
     ClaimLater(String),
+    /// A served key log contradicts the pin kept here (rollback or fork).
+    KeyLogConflict(String),
 }
 
 impl Error {
@@ -193,6 +208,7 @@ impl Error {
             Error::NotFound(_) => ExitCode::NotFound,
             Error::Unverified(_) => ExitCode::Unverified,
             Error::ClaimLater(_) => ExitCode::ClaimLater,
+            Error::KeyLogConflict(_) => ExitCode::KeyLogConflict,
         }
     }
 
@@ -208,7 +224,8 @@ impl fmt::Display for Error {
             | Error::Unavailable(m)
             | Error::NotFound(m)
             | Error::ReadSignature(m)
-            | Error::ClaimLater(m) => f.write_str(m),
+            | Error::ClaimLater(m)
+            | Error::KeyLogConflict(m) => f.write_str(m),
             Error::Protocol(m) => write!(f, "unexpected answer from the service: {m}"),
             Error::Rejected(r) => f.write_str(&r.summary()),
             Error::Unverified(m) => write!(f, "verification failed: {m}"),

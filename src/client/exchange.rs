@@ -5,8 +5,9 @@
 
 use super::backoff::{BackoffPolicy, Decision, Outcome};
 use super::http::{Request, Response};
+use super::identity::Signer;
 use super::{read_sign, Client, Error};
-use crate::core::crypto::{AgentId, AgentKey};
+use crate::core::crypto::AgentId;
 use crate::core::jcs::cursor_hex;
 use crate::core::reason::ReasonCode;
 use crate::core::urls::Doc;
@@ -219,7 +220,7 @@ fn answer_ok(req: &Request, resp: Response) -> Result<Vec<u8>, Error> {
 }
 
 /// `req` with a fresh read signature (§12) over its method and URL.
-fn with_read_signature(req: &Request, key: &AgentKey) -> Result<Request, Error> {
+fn with_read_signature(req: &Request, key: &Signer) -> Result<Request, Error> {
     let mut signed = req.clone();
     signed
         .headers

@@ -61,7 +61,7 @@ pub fn read_identity_file(path: &Path) -> Result<AgentKey, Error> {
 pub fn import_identity(loc: &Location, file: &Path) -> Result<(StateDir, AgentKey), Error> {
     let key = read_identity_file(file)?;
     let dir = StateDir::new(loc.for_new(&key.agent_id())?);
-    dir.create(&key)?;
+    dir.create(&key, Some(&super::fresh_key()?))?;
     Ok((dir, key))
 }
 

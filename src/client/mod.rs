@@ -36,7 +36,9 @@ pub mod backoff;
 pub mod error;
 mod exchange;
 pub mod http;
+pub mod identity;
 pub mod import;
+pub mod keys;
 pub mod mcp;
 pub mod read_sign;
 mod reads;
@@ -67,6 +69,7 @@ pub use writes::{
 
 use crate::core::crypto::{AgentId, AgentKey};
 use http::{Transport, UreqTransport};
+use identity::Signer;
 use std::time::Duration;
 
 /// The client's one clock read, Unix ms (the pure functions take `now_ms`).
@@ -74,6 +77,11 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A new random key from the OS.
+pub(crate) fn fresh_key() -> Result<AgentKey, Error> {
+    AgentKey::generate().map_err(|e| Error::local(format!("no randomness from the OS: {e}")))
 }
 
 /// Default per-request timeout (connect + send + receive).
@@ -151,14 +159,15 @@ impl Client {
         &self.policy
     }
 
-    /// The identity's signing key, read from the key file on each call (it
-    /// is never kept in the client).
-    pub fn key(&self) -> Result<AgentKey, Error> {
+    /// The identity's current signing key and the agent it signs for, read
+    /// from the state directory on each call (it is never kept in the
+    /// client).
+    pub fn key(&self) -> Result<Signer, Error> {
         self.state.load_key()
     }
 
-    /// This identity's agent id, derived from its key (fails without an
-    /// identity, like [`Client::key`]).
+    /// This identity's agent id, from identity.json checked against its key
+    /// (fails without an identity, like [`Client::key`]).
     pub fn agent_id(&self) -> Result<AgentId, Error> {
         Ok(self.key()?.agent_id())
     }
@@ -178,10 +187,12 @@ impl Client {
 
     /// Generates a new identity in the directory `loc` selects.
     pub fn keygen(loc: &Location) -> Result<(StateDir, AgentKey), Error> {
-        let key = AgentKey::generate()
-            .map_err(|e| Error::local(format!("no randomness from the OS: {e}")))?;
+        let key = fresh_key()?;
+        // The next key is committed by the first publish (the inception),
+        // so a later leak of `key` alone never lets a thief rotate.
+        let next = fresh_key()?;
         let dir = StateDir::new(loc.for_new(&key.agent_id())?);
-        dir.create(&key)?;
+        dir.create(&key, Some(&next))?;
         Ok((dir, key))
     }
 

@@ -15,17 +15,19 @@
 //! - label `sig1`.
 
 use super::error::Error;
-use crate::core::crypto::AgentKey;
+use super::identity::Signer;
 use crate::core::read_auth;
 
 pub use crate::core::read_auth::{LABEL, TAG, VALIDITY};
 
 /// The three request headers of a signed read, names in lower case, with a
 /// fresh nonce from the OS.
-pub fn sign_read(key: &AgentKey, method: &str, url: &str) -> Result<Vec<(String, String)>, Error> {
+/// `keyid` is the agent id and `Self-Public-Key` the current key, which
+/// differ after a key rotation (§14).
+pub fn sign_read(key: &Signer, method: &str, url: &str) -> Result<Vec<(String, String)>, Error> {
     let nonce = read_auth::fresh_nonce()
         .map_err(|e| Error::local(format!("no randomness from the OS for a nonce: {e}")))?;
-    read_auth::sign_read(key, method, url, nonce)
+    read_auth::sign_read_as(key.key(), &key.agent_id(), method, url, nonce)
         .map_err(|e| Error::local(format!("cannot sign the read of {url}: {e}")))
 }
 
@@ -69,7 +71,7 @@ mod tests {
 
     #[test]
     fn the_services_verifier_accepts_what_we_sign() {
-        let key = AgentKey::from_seed(&[7u8; 32]);
+        let key = Signer::genesis(crate::core::crypto::AgentKey::from_seed(&[7u8; 32]));
         let h = sign_read(&key, "GET", URL).unwrap();
         let reader = verify(&h, "GET", URL).unwrap();
         assert_eq!(reader.agent_id, key.agent_id());
@@ -98,7 +100,7 @@ mod tests {
 
     #[test]
     fn it_does_not_verify_for_another_url_or_method() {
-        let key = AgentKey::from_seed(&[7u8; 32]);
+        let key = Signer::genesis(crate::core::crypto::AgentKey::from_seed(&[7u8; 32]));
         let h = sign_read(&key, "GET", URL).unwrap();
         let other = URL.replace("history.json", "export.json");
         assert!(matches!(
@@ -118,7 +120,7 @@ mod tests {
 
     #[test]
     fn every_signature_has_its_own_nonce() {
-        let key = AgentKey::from_seed(&[7u8; 32]);
+        let key = Signer::genesis(crate::core::crypto::AgentKey::from_seed(&[7u8; 32]));
         let a = verify(&sign_read(&key, "GET", URL).unwrap(), "GET", URL).unwrap();
         let b = verify(&sign_read(&key, "GET", URL).unwrap(), "GET", URL).unwrap();
         assert_ne!(a.nonce, b.nonce);
@@ -130,11 +132,11 @@ mod tests {
 
     #[test]
     fn no_key_material_in_the_headers() {
-        let key = AgentKey::from_seed(&[7u8; 32]);
+        let key = Signer::genesis(crate::core::crypto::AgentKey::from_seed(&[7u8; 32]));
         let h = sign_read(&key, "GET", URL).unwrap();
-        let seed_hex = hex::encode(key.seed());
+        let seed_hex = hex::encode(key.key().seed());
         use base64::Engine as _;
-        let seed_b64 = base64::engine::general_purpose::STANDARD.encode(key.seed());
+        let seed_b64 = base64::engine::general_purpose::STANDARD.encode(key.key().seed());
         for (_, v) in &h {
             assert!(!v.contains(&seed_hex) && !v.contains(&seed_b64));
         }

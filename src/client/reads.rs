@@ -12,7 +12,7 @@ use super::state::{HeadCache, Service};
 use super::wire::{Bootstrap, Head};
 use super::{Client, Error};
 use crate::core::crypto::AgentId;
-use crate::core::jcs::{self, cursor_hex, normalize_cursor};
+use crate::core::jcs::{self, normalize_cursor};
 use crate::core::json::{self, Json};
 use crate::core::urls::{Doc, BOOTSTRAP_PATH};
 
@@ -51,7 +51,13 @@ impl Client {
     pub fn bootstrap(&self) -> Result<Bootstrap, Error> {
         let key = self.key()?;
         let base = self.base_url()?;
-        let body = serde_json::json!({ "public_key": key.public_key().to_hex() });
+        // The service derives the agent id from the key it is given: the
+        // genesis key, which after a rotation is no longer the one in `key`.
+        let genesis = match self.state.identity()? {
+            Some(id) if key.key_index() > 0 => id.genesis_key_hex().to_owned(),
+            _ => key.public_key().to_hex(),
+        };
+        let body = serde_json::json!({ "public_key": genesis });
         let req = Request::json(
             "POST",
             self.service_url(BOOTSTRAP_PATH)?,
@@ -63,7 +69,7 @@ impl Client {
         }
         let b: Bootstrap = serde_json::from_slice(&resp.body)
             .map_err(|e| Error::Protocol(format!("bootstrap answer: {e}")))?;
-        if b.agent_id != key.agent_id().as_str() || b.public_key != key.public_key().to_hex() {
+        if b.agent_id != key.agent_id().as_str() || b.public_key != genesis {
             return Err(Error::Protocol(
                 "bootstrap returned another agent id or public key than ours".into(),
             ));
@@ -129,7 +135,7 @@ impl Client {
             Some(HeadOutcome::Changed { head }) => {
                 if is_own {
                     self.state.save_head_cache(&HeadCache {
-                        etag: cursor_hex(&head.cursor).to_string(),
+                        etag: head.etag(),
                         head: Some(head.clone()),
                     })?;
                 }

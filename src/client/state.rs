@@ -3,8 +3,18 @@
 //! ```text
 //! $SELFCAP_HOME (default ~/.selfcap)/
 //!   <agent_id>/          mode 0700; or any directory given with --state-dir
-//!     key                the Ed25519 secret seed, 64 hex characters, mode 0600; never printed
-//!     identity.json      {"agent_id", "public_key"} (public)
+//!     key                the current Ed25519 secret seed, 64 hex characters, mode 0600;
+//!                        never printed (the genesis key until a rotation)
+//!     next.key           the pre-committed next key's seed (same form): written by `keygen`,
+//!                        committed by the inception, revealed by `rotate`; loaded only by
+//!                        the key commands, never by put/publish/mcp (see `identity`)
+//!     next.key.new       a next key generated for a rotation or recovery in flight
+//!     key.new            a recovery's new current key, until it is swapped into `key`
+//!     next.key.recommit  a recommit's next key, kept until the recommit matures
+//!     rotation.json      a key event signed and not yet seen accepted (resent as is)
+//!     identity.json      {"agent_id", "public_key"} (public); after a rotation also
+//!                        "key_index" and "genesis_public_key" (see `identity`)
+//!     key_pins.json      the last key log seen per agent: {agent_id: {"length", "head_hash"}}
 //!     service.json       what `bootstrap` returned: base_url, head_url, capsule_url, limits
 //!     capsule.json       the desired state: edit it freely (or `selfcap set FILE`)
 //!     published.json     the last accepted write: {"seq", "cursor", "capsule", "recorded_at"}
@@ -27,7 +37,7 @@
 
 use super::error::Error;
 use super::wire::Head;
-use crate::core::crypto::{AgentId, AgentKey};
+use crate::core::crypto::AgentId;
 use crate::core::jcs;
 use crate::core::json::{self, Json};
 use serde::{Deserialize, Serialize};
@@ -228,91 +238,6 @@ impl StateDir {
         self.root.join(name)
     }
 
-    /// Creates the directory (0700) and writes a new key (0600, never
-    /// overwriting one) and identity.json.
-    pub fn create(&self, key: &AgentKey) -> Result<(), Error> {
-        let key_path = self.file(KEY_FILE);
-        if key_path.exists() {
-            return Err(Error::local(format!(
-                "{} already holds a key; refusing to overwrite it",
-                self.root.display()
-            )));
-        }
-        create_private_dir(&self.root)?;
-        let mut opts = fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let mut f = opts
-            .open(&key_path)
-            .map_err(|e| io_err("cannot create", &key_path, e))?;
-        f.write_all(format!("{}\n", hex::encode(key.seed())).as_bytes())
-            .and_then(|_| f.sync_all())
-            .map_err(|e| io_err("cannot write", &key_path, e))?;
-        let identity = serde_json::json!({
-            "agent_id": key.agent_id().as_str(),
-            "public_key": key.public_key().to_hex(),
-        });
-        self.write_json(IDENTITY_FILE, &identity)
-    }
-
-    /// Loads the key. Refuses a malformed file, one readable by group or
-    /// others, and one that does not match identity.json.
-    pub fn load_key(&self) -> Result<AgentKey, Error> {
-        let path = self.file(KEY_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(Error::local(format!(
-                    "no key file {}: run `selfcap keygen` (or pass --state-dir)",
-                    path.display()
-                )))
-            }
-            Err(e) if e.kind() == ErrorKind::InvalidData => {
-                return Err(bad_key(&path, "not text"));
-            }
-            Err(e) => return Err(io_err("cannot read", &path, e)),
-        };
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(&path)
-                .map_err(|e| io_err("cannot stat", &path, e))?
-                .permissions()
-                .mode();
-            if mode & 0o077 != 0 {
-                return Err(Error::local(format!(
-                    "key file {} is accessible by others (mode {:04o}): run `chmod 600 {}`",
-                    path.display(),
-                    mode & 0o7777,
-                    path.display()
-                )));
-            }
-        }
-        let hex_seed = text.trim();
-        let mut seed = [0u8; 32];
-        if hex_seed.len() != 64 || hex::decode_to_slice(hex_seed, &mut seed).is_err() {
-            return Err(bad_key(
-                &path,
-                "expected 64 hex characters (the 32-byte Ed25519 seed)",
-            ));
-        }
-        let key = AgentKey::from_seed(&seed);
-        if let Some(identity) = self.read_json::<serde_json::Value>(IDENTITY_FILE)? {
-            let recorded = identity.get("agent_id").and_then(|v| v.as_str());
-            if recorded.is_some_and(|id| id != key.agent_id().as_str()) {
-                return Err(bad_key(
-                    &path,
-                    "it does not belong to the agent in identity.json",
-                ));
-            }
-        }
-        Ok(key)
-    }
-
     /// The stored service URLs, if `bootstrap` ran here.
     pub fn service(&self) -> Result<Option<Service>, Error> {
         self.read_json(SERVICE_FILE)
@@ -409,7 +334,10 @@ impl StateDir {
         }
     }
 
-    fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Option<T>, Error> {
+    pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, Error> {
         let path = self.file(name);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -423,7 +351,11 @@ impl StateDir {
             .map_err(|e| Error::local(format!("{} is malformed: {e}", path.display())))
     }
 
-    fn write_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<(), Error> {
+    pub(crate) fn write_json<T: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        value: &T,
+    ) -> Result<(), Error> {
         let mut text = serde_json::to_string_pretty(value)
             .map_err(|e| Error::local(format!("cannot encode {name}: {e}")))?;
         text.push('\n');
@@ -455,7 +387,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), Error> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), Error> {
     let mut b = fs::DirBuilder::new();
     b.recursive(true);
     #[cfg(unix)]
@@ -466,17 +398,14 @@ fn create_private_dir(dir: &Path) -> Result<(), Error> {
     b.create(dir).map_err(|e| io_err("cannot create", dir, e))
 }
 
-fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+pub(crate) fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
     Error::local(format!("{what} {}: {e}", path.display()))
-}
-
-fn bad_key(path: &Path, why: &str) -> Error {
-    Error::local(format!("bad key file {}: {why}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::crypto::AgentKey;
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!(
@@ -493,7 +422,7 @@ mod tests {
         let dir = tmp("key");
         let s = StateDir::new(&dir);
         let key = AgentKey::from_seed(&[7u8; 32]);
-        s.create(&key).unwrap();
+        s.create(&key, None).unwrap();
         assert_eq!(s.load_key().unwrap().agent_id(), key.agent_id());
         #[cfg(unix)]
         {
@@ -504,7 +433,7 @@ mod tests {
         }
         let other = AgentKey::from_seed(&[8u8; 32]);
         assert!(s
-            .create(&other)
+            .create(&other, None)
             .unwrap_err()
             .to_string()
             .contains("refusing"));
@@ -554,12 +483,12 @@ mod tests {
         assert!(loc.find().unwrap_err().to_string().contains("keygen"));
         let a = AgentKey::from_seed(&[1u8; 32]);
         StateDir::new(loc.for_new(&a.agent_id()).unwrap())
-            .create(&a)
+            .create(&a, None)
             .unwrap();
         assert_eq!(loc.find().unwrap().path(), home.join(a.agent_id().as_str()));
         let b = AgentKey::from_seed(&[2u8; 32]);
         StateDir::new(loc.for_new(&b.agent_id()).unwrap())
-            .create(&b)
+            .create(&b, None)
             .unwrap();
         assert!(loc.find().unwrap_err().to_string().contains("--agent"));
         let by_prefix = Location {

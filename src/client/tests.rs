@@ -241,7 +241,7 @@ impl Rig {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         let key = AgentKey::from_seed(&[9u8; 32]);
-        StateDir::new(&dir).create(&key).unwrap();
+        StateDir::new(&dir).create(&key, None).unwrap();
         let fake = Fake::default();
         fake.0.borrow_mut().agent = Some(key.agent_id());
         Rig {
@@ -619,7 +619,7 @@ fn rehydrate_is_local_first_and_stores_the_winner() {
     // A fresh machine (empty state dir, same key) gets the service's copy.
     let fresh = rig.dir.join("fresh");
     let sd = StateDir::new(&fresh);
-    sd.create(&rig.key).unwrap();
+    sd.create(&rig.key, None).unwrap();
     let c3 = Client::new(sd)
         .with_base_url(Some(BASE.into()))
         .with_transport(Box::new(rig.fake.clone()));
@@ -830,7 +830,7 @@ fn another_agents_private_capsule_is_read_signed_after_a_404() {
     let dir = rig.dir.with_extension("reader");
     let _ = std::fs::remove_dir_all(&dir);
     let reader_key = AgentKey::from_seed(&[11u8; 32]);
-    StateDir::new(&dir).create(&reader_key).unwrap();
+    StateDir::new(&dir).create(&reader_key, None).unwrap();
     let reader = Client::new(StateDir::new(&dir))
         .with_base_url(Some(BASE.to_string()))
         .with_transport(Box::new(rig.fake.clone()));

@@ -39,6 +39,16 @@ impl Client {
     /// rather than the keys inside the bundle. For our own agent, a chain
     /// that ends before the last write recorded here is called out.
     pub fn verify(&self, agent: Option<&AgentId>, keys: Option<Keyring>) -> Result<Report, Error> {
+        self.verify_export(agent, keys).map(|(report, _)| report)
+    }
+
+    /// [`Client::verify`], with the bundle it verified (its `key_log`, the
+    /// agent's key events, is what `verify` shows besides the report).
+    pub fn verify_export(
+        &self,
+        agent: Option<&AgentId>,
+        keys: Option<Keyring>,
+    ) -> Result<(Report, Json), Error> {
         let target = self.target(agent)?;
         let bundle = self.export(Some(&target))?;
         let trusted = match keys {
@@ -57,7 +67,7 @@ impl Client {
                 }
             }
         }
-        Ok(report)
+        Ok((report, bundle))
     }
 }
 

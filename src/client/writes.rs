@@ -16,6 +16,7 @@ use crate::core::crypto::AgentId;
 use crate::core::jcs::{self, cursor_hex};
 use crate::core::json::{self, Json};
 use crate::core::reason::ReasonCode;
+use crate::core::record::{head_etag, split_head_etag};
 use crate::core::write::check_capsule;
 
 /// An accepted write.
@@ -79,6 +80,13 @@ pub struct Status {
     pub paid_until: Option<String>,
     /// When that tier was read (the head's `generated_at`, or the credit's time).
     pub tier_as_of: Option<String>,
+    /// The current key's index in the agent's key log (§14), once it rotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_index: Option<u64>,
+    /// A key event signed and not yet seen accepted (rotation.json's kind):
+    /// the key command of that name finishes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_event_pending: Option<String>,
 }
 
 impl Client {
@@ -127,6 +135,7 @@ impl Client {
         let cursor = jcs::cursor(capsule);
         let signed = self.state.signed()?;
         let mut resend = false;
+        let mut seen_head: Option<Option<Head>> = None;
         let seq = match opts.seq {
             Some(s) => s,
             None => {
@@ -135,6 +144,7 @@ impl Client {
                     Some(HeadOutcome::Changed { head }) => Some(head),
                     _ => None,
                 };
+                seen_head = Some(head.clone());
                 let local = published.as_ref().map_or(0, |p| p.seq);
                 if let (Some(h), Some(s)) = (&head, &signed) {
                     // Our last envelope did arrive (its answer was lost earlier).
@@ -154,9 +164,54 @@ impl Client {
                 seq
             }
         };
+        // A new identity's first write carries its inception (§14), so the
+        // next key is committed before the genesis key ever signs a capsule.
+        let inception = if published.is_none() {
+            let head = match seen_head {
+                Some(h) => h,
+                None => match self.fetch_head(&agent, None)? {
+                    Some(HeadOutcome::Changed { head }) => Some(head),
+                    _ => None,
+                },
+            };
+            self.inception_due(&key, head.is_some_and(|h| h.keys.is_some()))?
+        } else {
+            None
+        };
         // Persisted before sending: this seq now belongs to this capsule.
         self.state.note_signed(seq, &cursor)?;
         let envelope = key.sign_envelope(seq, capsule);
+        if let Some(event) = inception {
+            let body = super::keys::post_body(&event, Some(&envelope));
+            let (answer, _) = self.post_key_event(&agent, body)?;
+            let accepted = match answer.write {
+                Some(a) => a,
+                // Sent before and applied (its answer was lost): the head
+                // shows the write.
+                None => self
+                    .accepted_if_head_is(&agent, seq, &cursor)?
+                    .ok_or_else(|| {
+                        Error::Protocol(
+                            "keys.json applied the inception but head.json does not show its write"
+                                .into(),
+                        )
+                    })?,
+            };
+            if !accepted.accepted || accepted.seq != seq || accepted.cursor != cursor {
+                return Err(Error::Protocol(format!(
+                    "keys.json answer does not match the write (seq {}, cursor {})",
+                    accepted.seq, accepted.cursor
+                )));
+            }
+            self.record(capsule, &accepted, published.as_ref())?;
+            if let Some(k) = &answer.keys {
+                self.note_key_log_length(k.length)?;
+            }
+            return Ok(PutResult {
+                accepted,
+                confirmed_from_head: false,
+            });
+        }
         let req = Request::json(
             "PUT",
             self.capsule_url(&agent)?,
@@ -206,6 +261,32 @@ impl Client {
         Ok(result)
     }
 
+    /// The accepted-write body head.json stands for, when it shows `agent`
+    /// at exactly `seq` and `cursor` (a write whose own answer was lost).
+    pub(crate) fn accepted_if_head_is(
+        &self,
+        agent: &AgentId,
+        seq: u64,
+        cursor: &str,
+    ) -> Result<Option<Accepted>, Error> {
+        match self.fetch_head(agent, None)? {
+            Some(HeadOutcome::Changed { head }) if head.seq == seq && head.cursor == cursor => {
+                Ok(Some(accepted_from_head(head, self.head_url(agent)?)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A key event changed the log's length: the cached head's ETag
+    /// (`<cursor hex>-k<length>`) follows, so the next `head` can be a 304.
+    pub(crate) fn note_key_log_length(&self, length: u64) -> Result<(), Error> {
+        if let Some(mut h) = self.state.head_cache()? {
+            h.etag = head_etag(split_head_etag(&h.etag).0, Some(length));
+            self.state.save_head_cache(&h)?;
+        }
+        Ok(())
+    }
+
     /// Records an accepted write locally.
     fn record(
         &self,
@@ -234,9 +315,15 @@ impl Client {
             (Some(d), Some(p)) => jcs::cursor(d) == p.cursor,
             (Some(d), None) => jcs::cursor(d) == new.cursor,
         };
+        // head.json's ETag is the cursor's hex, plus `-k<length>` once the
+        // agent has a key log (§14); a write leaves the log as it was.
+        let log_length = self
+            .state
+            .head_cache()?
+            .and_then(|h| split_head_etag(&h.etag).1);
         self.state.save_published(&new)?;
         self.state.save_head_cache(&HeadCache {
-            etag: cursor_hex(&new.cursor).to_string(),
+            etag: head_etag(cursor_hex(&new.cursor), log_length),
             head: None,
         })?;
         if desired_clean && desired.as_ref().map(jcs::cursor).as_deref() != Some(&new.cursor) {
@@ -278,6 +365,8 @@ impl Client {
             tier: tier.as_ref().map(|t| t.tier.clone()),
             paid_until: tier.as_ref().and_then(|t| t.paid_until.clone()),
             tier_as_of: tier.map(|t| t.as_of),
+            key_index: Some(key.key_index()).filter(|i| *i > 0),
+            key_event_pending: self.pending_event().ok().flatten().map(|p| p.kind),
         })
     }
 

@@ -182,10 +182,16 @@ impl AgentKey {
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.0.sign(message).to_bytes()
     }
-    /// A complete PUT envelope for `capsule` at `seq`.
+    /// A complete PUT envelope for `capsule` at `seq`, by the genesis key
+    /// (this key's own agent id).
     pub fn sign_envelope(&self, seq: u64, capsule: &Json) -> Json {
-        let agent_id = self.agent_id();
-        let signature = self.sign(&write_digest(&agent_id, seq, capsule));
+        self.sign_envelope_as(&self.agent_id(), seq, capsule)
+    }
+    /// A complete PUT envelope for `capsule` at `seq` as `agent_id`: after a
+    /// key rotation (§14) the current key signs, and the agent id stays the
+    /// genesis key's hash, so the two differ.
+    pub fn sign_envelope_as(&self, agent_id: &AgentId, seq: u64, capsule: &Json) -> Json {
+        let signature = self.sign(&write_digest(agent_id, seq, capsule));
         Json::Object(vec![
             ("agent_id".into(), Json::from(agent_id.as_str())),
             ("public_key".into(), Json::from(self.public_key().to_hex())),

@@ -329,7 +329,7 @@ fn describe(e: &ImplementationError) -> String {
 #[cfg(any(not(target_arch = "wasm32"), feature = "sign-reads"))]
 mod sign;
 #[cfg(any(not(target_arch = "wasm32"), feature = "sign-reads"))]
-pub use sign::{fresh_nonce, sign_read, LABEL, TAG, VALIDITY};
+pub use sign::{fresh_nonce, sign_read, sign_read_as, LABEL, TAG, VALIDITY};
 
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,26 @@ pub fn head_etag(cursor_hex: &str, key_log_length: Option<u64>) -> String {
     }
 }
 
+/// The two halves of a head.json ETag made by [`head_etag`]: the cursor's
+/// hex and the key log's length, if any.
+pub fn split_head_etag(etag: &str) -> (&str, Option<u64>) {
+    match etag.split_once("-k") {
+        Some((hex, n)) => (hex, n.parse().ok()),
+        None => (etag, None),
+    }
+}
+
+impl Head {
+    /// The ETag head.json is served with (see [`head_etag`]): what a client
+    /// sends back as `If-None-Match`.
+    pub fn etag(&self) -> String {
+        head_etag(
+            jcs::cursor_hex(&self.cursor),
+            self.keys.as_ref().map(|k| k.length),
+        )
+    }
+}
+
 /// The KV mirror of an agent's last accepted write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {

@@ -143,6 +143,7 @@ fn raise(e: Error) -> PyErr {
         Error::Unverified(_) => "unverified",
         Error::ReadSignature(_) => "read_signature",
         Error::ClaimLater(_) => "claim_later",
+        Error::KeyLogConflict(_) => "key_log_conflict",
     };
     let mut v = json!({
         "kind": kind,
@@ -172,10 +173,10 @@ fn location(home: Option<PathBuf>, agent: Option<String>) -> Location {
 }
 
 /// An identity as JSON: agent id, public key, state directory.
-fn identity_json(dir: &client::StateDir, key: &self_capsule::core::crypto::AgentKey) -> String {
+fn identity_json(dir: &client::StateDir, agent_id: &str, public_key: &str) -> String {
     json!({
-        "agent_id": key.agent_id().as_str(),
-        "public_key": key.public_key().to_hex(),
+        "agent_id": agent_id,
+        "public_key": public_key,
         "state_dir": dir.path().display().to_string(),
     })
     .to_string()
@@ -186,7 +187,11 @@ fn identity_json(dir: &client::StateDir, key: &self_capsule::core::crypto::Agent
 #[pyo3(signature = (home = None))]
 fn identity_create(home: Option<PathBuf>) -> PyResult<String> {
     let (dir, key) = Client::keygen(&location(home, None)).map_err(raise)?;
-    Ok(identity_json(&dir, &key))
+    Ok(identity_json(
+        &dir,
+        key.agent_id().as_str(),
+        &key.public_key().to_hex(),
+    ))
 }
 
 /// An existing identity (as every other `selfcap` command finds it).
@@ -194,8 +199,13 @@ fn identity_create(home: Option<PathBuf>) -> PyResult<String> {
 #[pyo3(signature = (home = None, agent = None))]
 fn identity_load(home: Option<PathBuf>, agent: Option<String>) -> PyResult<String> {
     let dir = location(home, agent).find().map_err(raise)?;
+    // The agent id and the current key (they differ after a rotation).
     let key = dir.load_key().map_err(raise)?;
-    Ok(identity_json(&dir, &key))
+    Ok(identity_json(
+        &dir,
+        key.agent_id().as_str(),
+        &key.public_key().to_hex(),
+    ))
 }
 
 /// What a Python `selfcap.Client` was made with (JSON from Python).

@@ -21,6 +21,8 @@ TOOLS = {
     "self_checkpoint",
     "self_verify",
     "self_upgrade",
+    "self_keys",
+    "self_rotate",
 }
 
 

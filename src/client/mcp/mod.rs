@@ -23,7 +23,9 @@
 //! | `reads` | `self_read`, `self_subscribe`, `self_history`, `self_verify` |
 //! | `writes` | `self_write`, `self_checkpoint`, and publishing with `pending.json` kept in step |
 //! | `upgrade` | `self_upgrade` |
+//! | `keys` | `self_keys`, `self_rotate` |
 
+mod keys;
 mod reads;
 mod session;
 mod upgrade;
@@ -102,6 +104,8 @@ impl ToolHost {
             Call::Checkpoint(a) => self.checkpoint(a),
             Call::Verify { agent } => self.verify(agent),
             Call::Upgrade { action, plan } => self.upgrade(action, plan),
+            Call::Keys { agent } => self.keys(agent),
+            Call::Rotate => self.rotate(),
             // Not offered at this door (Tool::at refused it above).
             Call::Submit { .. } => Ok(results::error(
                 "unknown_tool",
@@ -208,6 +212,11 @@ fn failure(e: Error) -> Answer {
             "payment_provider_unavailable",
             m,
             "Nothing was credited and the payment is safe; claim it later with the command given.",
+        ),
+        Error::KeyLogConflict(m) => results::error(
+            "key_log_conflict",
+            m,
+            "The service served a key log that contradicts the one this client pinned; stop and tell the operator.",
         ),
     }
 }

@@ -9,7 +9,6 @@ use super::{to_value, ToolHost};
 use crate::client::state::HeadCache;
 use crate::client::{Error, HeadOutcome};
 use crate::core::crypto::AgentId;
-use crate::core::jcs::cursor_hex;
 use crate::core::mcp::results::{self, Answer};
 
 impl ToolHost {
@@ -55,7 +54,7 @@ impl ToolHost {
             )),
             Some(HeadOutcome::Unchanged { etag }) => Ok(results::unchanged(target.as_str(), &etag)),
             Some(HeadOutcome::Changed { head }) => {
-                let etag = cursor_hex(&head.cursor).to_string();
+                let etag = head.etag();
                 if is_own {
                     // `status` and `self_upgrade` read the tier from here.
                     c.state().save_head_cache(&HeadCache {

@@ -6,9 +6,10 @@ use super::now_ms;
 use super::record::{load_record, save_record, Failure, Record};
 use crate::client::exchange::{protocol_error, unavailable};
 use crate::client::http::{Request, Response};
+use crate::client::identity::Signer;
 use crate::client::wire::Rejected;
 use crate::client::{BackoffPolicy, Client, Error};
-use crate::core::crypto::{AgentId, AgentKey};
+use crate::core::crypto::AgentId;
 use crate::core::jcs;
 use crate::core::limits::Tier;
 use crate::core::reason::{Class, ReasonCode};
@@ -50,6 +51,7 @@ impl Client {
         progress: &dyn Fn(&str),
     ) -> Result<Value, Error> {
         let key = self.key()?;
+        super::refuse_rotated(&key)?;
         if !is_invoice_id(invoice_id) {
             return Err(Error::local(format!(
                 "not an invoice id: {invoice_id:?} (expected inv_ + 32 hex, as a quote returned it)"
@@ -103,7 +105,7 @@ impl Client {
     /// while the service answers that the payment is pending.
     pub(super) fn claim_until(
         &self,
-        key: &AgentKey,
+        key: &Signer,
         r: &mut Record,
         tx_hash: &str,
         waits: &ClaimWaits,
@@ -114,7 +116,7 @@ impl Client {
 
     fn claim_inner(
         &self,
-        key: &AgentKey,
+        key: &Signer,
         r: &mut Record,
         tx_hash: &str,
         waits: &ClaimWaits,
@@ -133,7 +135,7 @@ impl Client {
                 s
             }
         };
-        let body = jcs::canonical_bytes(&sign_claim(key, &invoice_id, tx_hash, seq));
+        let body = jcs::canonical_bytes(&sign_claim(key.key(), &invoice_id, tx_hash, seq));
         let req = Request::json("POST", self.service_url(CLAIM_PATH)?, body);
         progress(&format!("claiming invoice {invoice_id} with {tx_hash}"));
         // This loop waits out the service's own "try again" answers, each
@@ -231,7 +233,7 @@ impl Client {
         match self.fetch_head(agent, None) {
             Ok(Some(crate::client::HeadOutcome::Changed { head })) => {
                 let cache = crate::client::state::HeadCache {
-                    etag: jcs::cursor_hex(&head.cursor).to_string(),
+                    etag: head.etag(),
                     head: Some(head),
                 };
                 if let Err(e) = self.state.save_head_cache(&cache) {

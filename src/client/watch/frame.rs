@@ -18,6 +18,9 @@ pub struct WatchedHead {
     pub cursor: String,
     /// The head's `seq`, when it has one.
     pub seq: Option<u64>,
+    /// The ETag head.json has for it: the cursor's hex, plus `-k<length>`
+    /// when the agent has a key log (§14): what the long-poll sends back.
+    pub etag: String,
 }
 
 /// Parses one frame or body as `agent`'s head. `Err`: why it is not one.
@@ -40,6 +43,12 @@ pub fn parse_head(text: &str, agent: &AgentId) -> Result<WatchedHead, String> {
     Ok(WatchedHead {
         // Re-serialised, so the line is one line whatever the server's layout.
         line: value.to_string(),
+        etag: crate::core::record::head_etag(
+            crate::core::jcs::cursor_hex(&cursor),
+            obj.get("keys")
+                .and_then(|k| k.get("length"))
+                .and_then(|l| l.as_u64()),
+        ),
         cursor,
         seq: obj.get("seq").and_then(|s| s.as_u64()),
     })
@@ -59,16 +68,24 @@ fn snippet(s: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dedupe {
     last: Option<String>,
+    etag: Option<String>,
 }
 
 impl Dedupe {
-    /// The last delivered cursor (the long-poll's `If-None-Match`).
+    /// The last delivered cursor.
     pub fn last(&self) -> Option<&str> {
         self.last.as_deref()
     }
 
+    /// The ETag of the last head seen (the long-poll's `If-None-Match`): it
+    /// follows key events (§14), which change the ETag but not the cursor.
+    pub fn etag(&self) -> Option<&str> {
+        self.etag.as_deref()
+    }
+
     /// Whether `head` is new; if so it becomes the last one.
     pub fn admit(&mut self, head: &WatchedHead) -> bool {
+        self.etag = Some(head.etag.clone());
         if self.last.as_deref() == Some(head.cursor.as_str()) {
             return false;
         }
@@ -150,5 +167,21 @@ mod tests {
         assert_eq!(d.last(), Some(cursor('2').as_str()));
         // Back to an earlier cursor is a change too (it differs from the last).
         assert!(d.admit(&h1));
+    }
+
+    #[test]
+    fn the_long_polls_etag_follows_key_events_which_keep_the_cursor() {
+        let a = agent();
+        let mut d = Dedupe::default();
+        let plain = parse_head(&head('1', 1), &a).unwrap();
+        assert_eq!(plain.etag, "1".repeat(64));
+        assert!(d.admit(&plain));
+        assert_eq!(d.etag(), Some("1".repeat(64).as_str()));
+        // A key event: same cursor, the ETag gains -k<length> (§14).
+        let mut v: serde_json::Value = serde_json::from_str(&head('1', 1)).unwrap();
+        v["keys"] = serde_json::json!({ "length": 2 });
+        let keyed = parse_head(&v.to_string(), &a).unwrap();
+        assert!(!d.admit(&keyed), "not a new head");
+        assert_eq!(d.etag(), Some(format!("{}-k2", "1".repeat(64)).as_str()));
     }
 }

@@ -30,8 +30,8 @@ pub const POLL_WAIT_SECS: u64 = 25;
 // The service takes waits up to this many seconds.
 const _: () = assert!(POLL_WAIT_SECS >= 1 && POLL_WAIT_SECS <= crate::core::watch::WAIT_MAX_SEC);
 
-/// A round's request: `head_url?wait=N`, conditional on `last` (a cursor)
-/// when a head was delivered already.
+/// A round's request: `head_url?wait=N`, conditional on `last` (the last
+/// head's ETag, or its cursor) when a head was delivered already.
 pub fn poll_request(head_url: &str, wait_secs: u64, last: Option<&str>) -> Request {
     conditional_get(format!("{head_url}?wait={wait_secs}"), last.map(cursor_hex))
 }

@@ -415,7 +415,7 @@ impl Client {
             s.announced = Some(Channel::LongPoll);
         }
         let wait = Duration::from_secs(POLL_WAIT_SECS);
-        let req = poll_request(&self.head_url(s.agent)?, POLL_WAIT_SECS, s.seen.last())
+        let req = poll_request(&self.head_url(s.agent)?, POLL_WAIT_SECS, s.seen.etag())
             .signed(plan.signed());
         let started = s.now();
         let answer = self.exchange(&req);

@@ -192,7 +192,7 @@ impl Dir {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         if let Some(k) = key {
-            StateDir::new(&dir).create(k).unwrap();
+            StateDir::new(&dir).create(k, None).unwrap();
         }
         Dir(dir)
     }

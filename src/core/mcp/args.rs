@@ -82,6 +82,13 @@ pub enum Call {
         /// `pro` or `plus` (needed for quote and pay).
         plan: Option<String>,
     },
+    /// `self_keys`.
+    Keys {
+        /// `None`: the caller's own.
+        agent: Option<AgentId>,
+    },
+    /// `self_rotate`.
+    Rotate,
     /// `self_submit`.
     Submit {
         /// The signed envelope as given.
@@ -185,6 +192,16 @@ impl Call {
                 Call::Verify {
                     agent: a.agent(agent_required)?,
                 }
+            }
+            Tool::Keys => {
+                a.only(&["agent_id"])?;
+                Call::Keys {
+                    agent: a.agent(agent_required)?,
+                }
+            }
+            Tool::Rotate => {
+                a.only(&[])?;
+                Call::Rotate
             }
             Tool::Subscribe => {
                 a.only(&["agent_id", "etag"])?;

@@ -40,13 +40,17 @@ pub enum Tool {
     Verify,
     /// Quote, status or payment of the paid tier.
     Upgrade,
+    /// The agent's key log: summary, length, pin (local only).
+    Keys,
+    /// A routine key rotation to the committed next key (local only).
+    Rotate,
     /// Submit an envelope signed elsewhere (remote only).
     Submit,
 }
 
 impl Tool {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 12] = [
         Tool::Bootstrap,
         Tool::Rehydrate,
         Tool::Read,
@@ -56,6 +60,8 @@ impl Tool {
         Tool::Checkpoint,
         Tool::Verify,
         Tool::Upgrade,
+        Tool::Keys,
+        Tool::Rotate,
         Tool::Submit,
     ];
 
@@ -71,6 +77,8 @@ impl Tool {
             Tool::Checkpoint => "self_checkpoint",
             Tool::Verify => "self_verify",
             Tool::Upgrade => "self_upgrade",
+            Tool::Keys => "self_keys",
+            Tool::Rotate => "self_rotate",
             Tool::Submit => "self_submit",
         }
     }
@@ -84,10 +92,13 @@ impl Tool {
 
     /// Whether `door` offers this tool. The Worker never holds an agent's
     /// key, so it offers nothing that signs; the local server signs itself
-    /// and has no use for `self_submit`.
+    /// and has no use for `self_submit`. Key recovery and recommits are
+    /// deliberately no tool at either door: a prompt-injected agent must
+    /// not be able to move the authority over its identity.
     pub const fn offered(self, door: Door) -> bool {
         match door {
             Door::Local => !matches!(self, Tool::Submit),
+            // The key tools read the local pin and next key: local only.
             Door::Remote => matches!(
                 self,
                 Tool::Read | Tool::Subscribe | Tool::History | Tool::Verify | Tool::Submit
@@ -104,7 +115,12 @@ impl Tool {
     pub const fn read_only(self) -> bool {
         matches!(
             self,
-            Tool::Read | Tool::Subscribe | Tool::History | Tool::Verify | Tool::Rehydrate
+            Tool::Read
+                | Tool::Subscribe
+                | Tool::History
+                | Tool::Verify
+                | Tool::Rehydrate
+                | Tool::Keys
         )
     }
 
@@ -120,6 +136,8 @@ impl Tool {
             Tool::Checkpoint => "Save progress now (patch and publish)",
             Tool::Verify => "Verify a sealed history",
             Tool::Upgrade => "Paid tier: status, quote, pay",
+            Tool::Keys => "This agent's key log",
+            Tool::Rotate => "Rotate this agent's signing key",
             Tool::Submit => "Submit a signed capsule envelope",
         }
     }
@@ -184,6 +202,18 @@ impl Tool {
                  details for a plan), or 'pay' (quote, pay in USDC and claim; only when an \
                  EVM key is configured for this server)."
             }
+            (Tool::Keys, _) => {
+                "Your key log (or another agent's): the current key's index, whether a next \
+                 key is committed, pending or disputed state, the log's length, and whether it \
+                 matches the log this machine pinned (a rollback or fork is evidence against \
+                 the service). Never returns key material."
+            }
+            (Tool::Rotate, _) => {
+                "Rotate your signing key to the pre-committed next key and commit a fresh one \
+                 (routine hygiene; crash-safe, safe to call again). The agent_id stays the same. \
+                 Never returns key material. Recovery after a theft is the operator's, not a \
+                 tool."
+            }
             (Tool::Submit, _) => {
                 "Submit a capsule envelope already signed by the agent's key (the PUT body: \
                  agent_id, seq, signature_alg, signature, capsule). Returns the same \
@@ -208,10 +238,10 @@ impl Tool {
     /// values: it keeps the Worker's wasm small).
     pub const fn schema_text(self) -> &'static str {
         match self {
-            Tool::Bootstrap | Tool::Rehydrate => {
+            Tool::Bootstrap | Tool::Rehydrate | Tool::Rotate => {
                 r#"{"type":"object","properties":{},"additionalProperties":false}"#
             }
-            Tool::Read | Tool::Verify => {
+            Tool::Read | Tool::Verify | Tool::Keys => {
                 r#"{"type":"object","properties":{"agent_id":{"type":"string","pattern":"^[0-9a-f]{64}$","description":"Agent id (64 lowercase hex). Omit for your own."}},"required":[],"additionalProperties":false}"#
             }
             Tool::Subscribe => {

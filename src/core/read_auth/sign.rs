@@ -17,7 +17,7 @@
 //! - label [`LABEL`].
 
 use super::{MAX_AGE_S, PUBLIC_KEY_HEADER};
-use crate::core::crypto::AgentKey;
+use crate::core::crypto::{AgentId, AgentKey};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64URL, Engine as _};
 use indexmap::IndexMap;
 use std::time::Duration;
@@ -53,13 +53,26 @@ pub fn sign_read(
     url: &str,
     nonce: String,
 ) -> Result<Vec<(String, String)>, String> {
+    sign_read_as(key, &key.agent_id(), method, url, nonce)
+}
+
+/// [`sign_read`] as `agent`: after a key rotation (§14) the `keyid` stays
+/// the agent id (its genesis key's hash) while `key`, the current key of its
+/// key log, signs and goes in `Self-Public-Key`.
+pub fn sign_read_as(
+    key: &AgentKey,
+    agent: &AgentId,
+    method: &str,
+    url: &str,
+    nonce: String,
+) -> Result<Vec<(String, String)>, String> {
     let mut msg = Read {
         method,
         url,
         headers: None,
     };
     let signer = MessageSigner {
-        keyid: key.agent_id().to_string(),
+        keyid: agent.to_string(),
         nonce,
         tag: TAG.into(),
     };
