@@ -154,6 +154,9 @@ pub struct ClaimCall {
     pub tx_hash: String,
     /// The claim's seq.
     pub seq: u64,
+    /// The key that signed it (verified; whether it speaks for the agent is
+    /// the object's call, against the agent's key log).
+    pub public_key: String,
     /// "Now" (Unix ms).
     pub now_ms: u64,
 }

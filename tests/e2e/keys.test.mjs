@@ -12,6 +12,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { exits, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
+import { assertRefused, claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars } from "./upgrade-helpers.mjs";
 import { startWorker, BASE } from "./harness.mjs";
 import {
   agentFromSeed,
@@ -485,4 +486,37 @@ test("signed reads after a rotation: the new key reads as the agent, the rotated
   // The agent's own reads follow its own log too: its genesis key still
   // reads its private capsule, as it has no log.
   assert.equal((await read(g, id)).status, 200);
+});
+
+test("payment claims after a rotation: the current key credits, the rotated-out genesis key and a stranger are refused", async () => {
+  const chain = await startChain();
+  try {
+    const w = await worker({ vars: upgradeVars(chain) });
+    const g = freshKey();
+    const n1 = freshKey();
+    const id = g.digest;
+    const ip = nextIp();
+    assert.equal((await write(w, g, id, 1)).status, 200);
+    assert.equal((await post(w, id, keysSubmission(inception({ genesis: g, next: n1 })))).status, 200);
+    const prev = (await keyLog(w, id)).records[0].hash;
+    const rot = rotation({ agentId: id, index: 1, previousHash: prev, authority: "next", revealed: n1, current: n1, next: freshKey() });
+    assert.equal((await post(w, id, keysSubmission(rot))).status, 200);
+    const agent = as(g, id);
+    const q = await quoteOk(w, agent, "pro", { ip });
+    const tx = await pay(chain, q);
+    await confirm(chain);
+    // The genesis key (a thief may hold it): rotated out.
+    const byOld = await claim(w, claimBody(agent, q.invoice_id, tx, 1), { ip });
+    assertRefused(byOld, 403, "key_rotated");
+    // A key the log never named.
+    const byStranger = await claim(w, claimBody(agent, q.invoice_id, tx, 1, { signer: as(freshKey(), id) }), { ip });
+    assertRefused(byStranger, 401, "bad_signature");
+    // The current key credits the payment, once.
+    const ok = await claim(w, claimBody(agent, q.invoice_id, tx, 1, { signer: as(n1, id) }), { ip });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.json.agent_id, id);
+    assert.equal((await w.fetch(headPath(id))).json.tier, "pro");
+  } finally {
+    await chain.stop();
+  }
 });

@@ -100,9 +100,6 @@ impl Client {
             }
             _ => {}
         }
-        // The service checks a claim against the genesis key (its SHA-256
-        // is the agent id): a rotated identity could pay and never claim.
-        super::refuse_rotated(&key)?;
         // The key file first: a local mistake fails before any network.
         let payer = match next {
             Next::Pay | Next::Quote { .. } => Some(PayerKey::load(&opts.evm_key)?),

@@ -59,19 +59,3 @@ pub use service::{ClaimWaits, PROVIDER_TIMEOUT};
 pub use status::TierView;
 
 use crate::client::now_ms;
-
-/// Refuses to pay or claim with a rotated identity (docs/PROTOCOL.md §14):
-/// the service checks a claim's `public_key` against the agent id (the
-/// genesis key's SHA-256), so after a rotation a payment could be made and
-/// never credited. Nothing is sent.
-fn refuse_rotated(key: &crate::client::identity::Signer) -> Result<(), crate::client::Error> {
-    if key.key_index() > 0 {
-        return Err(crate::client::Error::Local(
-            "this identity rotated its key (key log index > 0), and the service checks a payment \
-             claim against the genesis key: nothing was paid or sent; upgrading a rotated agent is \
-             not supported yet"
-                .into(),
-        ));
-    }
-    Ok(())
-}

@@ -13,7 +13,7 @@ use crate::core::crypto::AgentId;
 use crate::core::jcs;
 use crate::core::limits::Tier;
 use crate::core::reason::{Class, ReasonCode};
-use crate::core::upgrade::claim::{is_invoice_id, sign_claim};
+use crate::core::upgrade::claim::{is_invoice_id, sign_claim_as};
 use crate::core::upgrade::evm::parse_tx_hash;
 use crate::core::urls::{CLAIM_PATH, QUOTE_PATH};
 use serde_json::{json, Value};
@@ -51,7 +51,6 @@ impl Client {
         progress: &dyn Fn(&str),
     ) -> Result<Value, Error> {
         let key = self.key()?;
-        super::refuse_rotated(&key)?;
         if !is_invoice_id(invoice_id) {
             return Err(Error::local(format!(
                 "not an invoice id: {invoice_id:?} (expected inv_ + 32 hex, as a quote returned it)"
@@ -135,7 +134,15 @@ impl Client {
                 s
             }
         };
-        let body = jcs::canonical_bytes(&sign_claim(key.key(), &invoice_id, tx_hash, seq));
+        // As the agent, with its current key (the service checks it against
+        // the agent's key log).
+        let body = jcs::canonical_bytes(&sign_claim_as(
+            key.key(),
+            &key.agent_id(),
+            &invoice_id,
+            tx_hash,
+            seq,
+        ));
         let req = Request::json("POST", self.service_url(CLAIM_PATH)?, body);
         progress(&format!("claiming invoice {invoice_id} with {tx_hash}"));
         // This loop waits out the service's own "try again" answers, each

@@ -12,6 +12,8 @@ use super::evm::parse_tx_hash;
 use crate::core::crypto::{is_lower_hex, AgentId, AgentKey, PublicKey};
 use crate::core::jcs;
 use crate::core::json::{self, Json};
+use crate::core::key_log::KeysSummary;
+use crate::core::reason::{ReasonCode, Refusal};
 use sha2::{Digest, Sha256};
 
 /// The `domain` member of every claim message.
@@ -31,8 +33,12 @@ const FIELDS: [&str; 6] = [
 pub struct Claim {
     /// The invoice being paid.
     pub invoice_id: String,
-    /// The claiming agent (= SHA-256 of `public_key`).
+    /// The claiming agent.
     pub agent_id: AgentId,
+    /// The key that signed: the agent's genesis key (its SHA-256 is the
+    /// agent id) or, after a rotation, its current key; which one may sign
+    /// is [`signer_stands`]'s call, against the agent's key log.
+    pub signer: PublicKey,
     /// The payment transaction, `0x` + 64 lowercase hex.
     pub tx_hash: String,
     /// Any integer 0..2^53-1 the agent chose; part of the signed message.
@@ -44,7 +50,7 @@ pub struct Claim {
 pub enum ClaimError {
     /// Not a JSON object of exactly the six members with their types.
     Malformed(String),
-    /// The key does not own the agent id, or the signature does not verify.
+    /// The signature does not verify under the given key.
     BadSignature(String),
 }
 
@@ -60,10 +66,21 @@ pub fn claim_digest(agent_id: &AgentId, invoice_id: &str, tx_hash: &str, seq: u6
     Sha256::digest(jcs::canonicalize(&message).as_bytes()).into()
 }
 
-/// A whole claim body, signed by `key` (for clients and tests).
+/// A whole claim body, signed by `key` as its own agent (the genesis key).
 pub fn sign_claim(key: &AgentKey, invoice_id: &str, tx_hash: &str, seq: u64) -> Json {
-    let agent_id = key.agent_id();
-    let sig = key.sign(&claim_digest(&agent_id, invoice_id, tx_hash, seq));
+    sign_claim_as(key, &key.agent_id(), invoice_id, tx_hash, seq)
+}
+
+/// A whole claim body for `agent_id`, signed by `key`: after a rotation
+/// (§14) the agent's current key signs for it.
+pub fn sign_claim_as(
+    key: &AgentKey,
+    agent_id: &AgentId,
+    invoice_id: &str,
+    tx_hash: &str,
+    seq: u64,
+) -> Json {
+    let sig = key.sign(&claim_digest(agent_id, invoice_id, tx_hash, seq));
     Json::Object(vec![
         ("invoice_id".into(), Json::from(invoice_id)),
         ("agent_id".into(), Json::from(agent_id.as_str())),
@@ -117,11 +134,6 @@ pub fn read_claim(body: &[u8]) -> Result<Claim, ClaimError> {
     let signature = text("signature")
         .filter(|s| is_lower_hex(s, 128))
         .ok_or_else(|| bad("signature must be 128 lowercase hex"))?;
-    if key.agent_id() != agent_id {
-        return Err(ClaimError::BadSignature(
-            "sha256(public_key) is not agent_id".into(),
-        ));
-    }
     let mut sig = [0u8; 64];
     hex::decode_to_slice(signature, &mut sig).map_err(|_| bad("signature is not hex"))?;
     if !key.verify(&claim_digest(&agent_id, invoice_id, &tx_hash, seq), &sig) {
@@ -132,9 +144,31 @@ pub fn read_claim(body: &[u8]) -> Result<Claim, ClaimError> {
     Ok(Claim {
         invoice_id: invoice_id.to_owned(),
         agent_id,
+        signer: key,
         tx_hash,
         seq,
     })
+}
+
+/// Whether the claim's signer speaks for its agent: its genesis key while
+/// the agent has no key log (`keys`, head.json's summary), else the key its
+/// log made current. A rotated-out genesis key gets `key_rotated` (a thief
+/// holding it must not be able to spend the owner's payments on itself);
+/// any other key `bad_signature`.
+pub fn signer_stands(claim: &Claim, keys: Option<&KeysSummary>) -> Result<(), Refusal> {
+    let genesis = claim.signer.agent_id() == claim.agent_id;
+    match keys {
+        None if genesis => Ok(()),
+        Some(k) if k.public_key == claim.signer.to_hex() => Ok(()),
+        Some(_) if genesis => Err(Refusal::new(
+            ReasonCode::KeyRotated,
+            "this key was rotated out of the agent's key log: sign the claim with its current key",
+        )),
+        _ => Err(Refusal::new(
+            ReasonCode::BadSignature,
+            "public_key is not the agent's key (its genesis key, or the current key of its key log)",
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +233,49 @@ mod tests {
             read_claim(&body(&stolen)),
             Err(ClaimError::BadSignature(_))
         ));
+    }
+
+    #[test]
+    fn only_the_agents_current_key_stands_behind_a_claim() {
+        let genesis = AgentKey::from_seed(&[3; 32]);
+        let id = genesis.agent_id();
+        let rotated_to = AgentKey::from_seed(&[5; 32]);
+        // A claim for agent `id` signed by another key: the signature itself
+        // verifies under the key it names.
+        let as_agent = |k: &AgentKey| {
+            let sig = k.sign(&claim_digest(&id, INV, &tx(), 7));
+            let mut b = sign_claim(&genesis, INV, &tx(), 7);
+            b = set(&b, "public_key", Json::from(k.public_key().to_hex()));
+            set(&b, "signature", Json::from(hex::encode(sig)))
+        };
+        let by_other = read_claim(&body(&as_agent(&rotated_to))).unwrap();
+        let by_genesis = read_claim(&body(&sign_claim(&genesis, INV, &tx(), 7))).unwrap();
+        let code = |c: &Claim, k: Option<&KeysSummary>| signer_stands(c, k).err().map(|r| r.code);
+        // No key log: the genesis key only.
+        assert_eq!(code(&by_genesis, None), None);
+        assert_eq!(code(&by_other, None), Some(ReasonCode::BadSignature));
+        // Rotated to key 5: it stands, the genesis key is rotated out.
+        let summary = KeysSummary {
+            index: 1,
+            public_key: rotated_to.public_key().to_hex(),
+            length: 2,
+            head_hash: "00".repeat(32),
+            next_committed: true,
+            recovery_committed: false,
+            final_at: None,
+            pending_recommit: None,
+            disputed: 0,
+        };
+        assert_eq!(code(&by_other, Some(&summary)), None);
+        assert_eq!(
+            code(&by_genesis, Some(&summary)),
+            Some(ReasonCode::KeyRotated)
+        );
+        let stranger = read_claim(&body(&as_agent(&AgentKey::from_seed(&[6; 32])))).unwrap();
+        assert_eq!(
+            code(&stranger, Some(&summary)),
+            Some(ReasonCode::BadSignature)
+        );
     }
 
     #[test]

@@ -265,6 +265,7 @@ mod tests {
         let claim = Claim {
             invoice_id: inv.invoice_id.clone(),
             agent_id: k.agent_id(),
+            signer: k.public_key(),
             tx_hash: format!("0x{}", "ab".repeat(32)),
             seq: 1,
         };

@@ -105,6 +105,7 @@ pub async fn claim(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, 
         invoice_id: claim.invoice_id,
         tx_hash: claim.tx_hash,
         seq: claim.seq,
+        public_key: claim.signer.to_hex(),
         now_ms,
     });
     let relayed = do_wire::upgrade(env, &claim.agent_id, &call).await?;

@@ -4,10 +4,11 @@
 
 use super::{AgentDO, INVOICES_KEY, MIRROR_KEY, STATE_KEY};
 use crate::core::crypto::AgentId;
+use crate::core::crypto::PublicKey;
 use crate::core::mirror::{Mirror, RETRY_BASE_MS};
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::secs_until;
-use crate::core::upgrade::claim::Claim;
+use crate::core::upgrade::claim::{signer_stands, Claim};
 use crate::core::upgrade::invoice::{InvoiceBook, INVOICE_TTL_MS};
 use crate::core::upgrade::outcome::{
     after_chain, before_chain, credit, expected, Before, PaymentRecord,
@@ -106,12 +107,17 @@ impl AgentDO {
         let claim = Claim {
             invoice_id: call.invoice_id,
             agent_id: agent.clone(),
+            signer: PublicKey::from_hex(&call.public_key).map_err(|e| e.to_string())?,
             tx_hash: call.tx_hash,
             seq: call.seq,
         };
         let now = call.now_ms;
         let _guard = self.lock.acquire().await;
         let storage = self.state.storage();
+        // The signer must be the agent's key now (its key log's current
+        // key, once it has one): decided before any invoice is looked at.
+        let mut state: AgentState = load(&storage, STATE_KEY).await?.unwrap_or_default();
+        signer_stands(&claim, state.keys.as_ref())?;
         let mut book: InvoiceBook = load(&storage, INVOICES_KEY).await?.unwrap_or_default();
         let inv = match before_chain(&claim, book.find(&claim.invoice_id)) {
             Err(r) => return Err(r.into()),
@@ -144,7 +150,6 @@ impl AgentDO {
                 "this payment already credited another invoice",
             ));
         }
-        let mut state: AgentState = load(&storage, STATE_KEY).await?.unwrap_or_default();
         let inv = book.find_mut(&claim.invoice_id).ok_or("checked")?;
         let body = credit(
             &mut state.paid,
