@@ -182,6 +182,22 @@ test("routine rotation: the new key writes, the old one gets key_rotated and nev
     assert.equal(old.status, 403, old.text);
     assert.deepEqual(old.json.reason_codes, ["key_rotated"]);
   }
+  // The same through the remote MCP door's self_submit (one JSON-RPC
+  // message per POST): the same write path, the same refusal.
+  const mcp = await w.fetch("/mcp", {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...at(T0 + 3 * HOUR) },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "self_submit", arguments: { envelope: envelope(as(g, id), 9, exampleCapsule(id)) } },
+    }),
+  });
+  assert.equal(mcp.status, 200, mcp.text);
+  const result = mcp.json.result;
+  assert.equal(result.isError, true, mcp.text);
+  assert.match(result.content[0].text, /key_rotated/);
   // A key that was never this agent's is not a rotated one.
   const stranger = await write(w, freshKey(), id, 2, undefined, T0 + 3 * HOUR);
   assert.equal(stranger.status, 401);
