@@ -58,7 +58,7 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ("watch", WATCH_STATUSES, WATCH_CODES),
     // The projected watch feeds (`urls::FEED_PATHS`, ?agent_id=…, §15).
     ("watch/head", FEED_STATUSES, FEED_CODES),
-    ("watch/latest", FEED_STATUSES, FEED_CODES),
+    ("watch/latest", FEED_LATEST_STATUSES, FEED_LATEST_CODES),
     ("watch/digest", FEED_STATUSES, FEED_CODES),
 ];
 
@@ -69,6 +69,8 @@ const KEYS_STATUSES: &[u16] = &[200, 304, 503];
 const WATCH_STATUSES: &[u16] = &[101, 400, 401, 403, 426, 503];
 // 402: watch_requires_pro, a free agent's feed (with where to upgrade).
 const FEED_STATUSES: &[u16] = &[200, 304, 400, 401, 402, 403, 404, 503];
+/// latest also takes `since`, which may be gone (410).
+const FEED_LATEST_STATUSES: &[u16] = &[200, 304, 400, 401, 402, 403, 404, 410, 503];
 const PUT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
 /// `POST keys.json` (a key event, with the envelope it may carry).
 const KEY_EVENT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
@@ -119,6 +121,23 @@ const FEED_CODES: &[&str] = &[
     "capsule_not_found",
     "watch_not_set",
     "watch_requires_pro",
+    "upstream_unavailable",
+    "service_unavailable",
+];
+/// latest's: the feed's, and `cursor_not_found` for a `since` it cannot
+/// answer from.
+const FEED_LATEST_CODES: &[&str] = &[
+    "bad_query",
+    "bad_agent_id",
+    "watch_not_configured",
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
+    "key_rotated",
+    "capsule_not_found",
+    "watch_not_set",
+    "watch_requires_pro",
+    "cursor_not_found",
     "upstream_unavailable",
     "service_unavailable",
 ];

@@ -30,6 +30,16 @@ impl Kv {
         Ok(keys.iter().map(|k| found.remove(k).flatten()).collect())
     }
 
+    /// The texts stored at `keys`, in the given order, with one bulk get;
+    /// each `None` where nothing is stored.
+    pub async fn texts_found(&self, keys: &[String]) -> worker::Result<Vec<Option<String>>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut found = self.0.get_bulk(keys).text().await?;
+        Ok(keys.iter().map(|k| found.remove(k).flatten()).collect())
+    }
+
     /// Puts `value` at `key`; `false` if KV refused.
     pub async fn put(&self, key: &str, value: &str) -> bool {
         match self.0.put(key, value) {

@@ -149,6 +149,31 @@ test("v2 -> v3 moves a watched source: a new cursor, changed, and the new item v
     assert.ok(served, `item ${item.id} is served`);
     assert.equal(jcs(served), jcs(item), "verbatim, provenance and all");
   }
+  // latest?since=: from the cursor before this change, only what is new
+  // (the gcp batch's items the v2 batch did not hold); from the current one,
+  // nothing; from anything older, 410.
+  const v2gcp = file("v2", "diff/source/gcp_status/latest.json");
+  const keyOf = (i) => `${i.id} ${i.provenance?.content_hash}`;
+  const held = new Set(Object.values(v2gcp.buckets).flat().map(keyOf));
+  const fresh = upstreamItems.filter((i) => !held.has(keyOf(i)));
+  assert.ok(fresh.length > 0, "v3 brings something new for gcp_status");
+  const delta = await w.fetch(`${feedPath("latest", cloud.agentId)}&since=${before.json.cursor}`);
+  assert.equal(delta.status, 200, delta.text);
+  assert.equal(delta.json.since, before.json.cursor);
+  assert.deepEqual(
+    delta.json.buckets.items.map((i) => `${i.source} ${i.id}`).sort(),
+    fresh.map((i) => `gcp_status ${i.id}`).sort(),
+    "only the new items, and nothing from aws_status (it did not move)",
+  );
+  const none = await w.fetch(`${feedPath("latest", cloud.agentId)}&since=${h.json.cursor.slice(7)}`);
+  assert.equal(none.status, 200, none.text);
+  assert.equal(none.json.counts.items + none.json.counts.updated + none.json.counts.removed + none.json.counts.flagged, 0);
+  const gone = await w.fetch(`${feedPath("latest", cloud.agentId)}&since=sha256:${"7".repeat(64)}`);
+  assert.equal(gone.status, 410, gone.text);
+  assert.equal(gone.json.error, "cursor_not_found");
+  const bad = await w.fetch(`${feedPath("latest", cloud.agentId)}&since=yesterday`);
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.error, "bad_query");
   const digest = await get("digest", cloud.agentId);
   assert.equal(digest.status, 200, digest.text);
   const g = digest.json.sources.find((s) => s.source_id === "gcp_status");

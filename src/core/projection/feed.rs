@@ -54,6 +54,83 @@ pub fn parse_query<K: AsRef<str>, V: AsRef<str>>(
     AgentId::parse(&raw).ok_or_else(|| Refusal::code(ReasonCode::BadAgentId))
 }
 
+/// `latest`'s query: `agent_id`, and optionally `since` (a `watch_cursor`
+/// the client holds, with or without its `sha256:` prefix).
+pub fn parse_latest_query<K: AsRef<str>, V: AsRef<str>>(
+    pairs: impl IntoIterator<Item = (K, V)>,
+) -> Result<(AgentId, Option<String>), Refusal> {
+    let mut rest = Vec::new();
+    let mut since = None;
+    for (k, v) in pairs {
+        if k.as_ref() == "since" {
+            if since.is_some() {
+                return Err(Refusal::new(ReasonCode::BadQuery, "since is given twice"));
+            }
+            let c = crate::core::jcs::normalize_cursor(v.as_ref()).ok_or_else(|| {
+                Refusal::new(
+                    ReasonCode::BadQuery,
+                    "since is a watch_cursor: sha256: and 64 hex",
+                )
+            })?;
+            since = Some(c);
+        } else {
+            rest.push((k.as_ref().to_owned(), v.as_ref().to_owned()));
+        }
+    }
+    Ok((parse_query(rest)?, since))
+}
+
+/// What `latest?since=` asks for, against the current projection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Since {
+    /// No `since`: every item.
+    Whole,
+    /// `since` is the current cursor: nothing new.
+    Nothing,
+    /// `since` is the cursor before the world's last change: the items new
+    /// since then, against the sources' cursors of that time.
+    Changes(BTreeMap<String, Option<String>>),
+}
+
+/// The items of `now` that were not in `before` (a source's batch at its
+/// earlier cursor): a source whose cursor did not move has none; otherwise
+/// every item whose `(id, provenance.content_hash)` the earlier batch did not
+/// hold. Items stay verbatim.
+pub fn new_items(
+    now: &BTreeMap<String, Batch>,
+    before: &BTreeMap<String, Batch>,
+) -> BTreeMap<String, Batch> {
+    let key = |i: &Json| {
+        (
+            i.get("id").and_then(Json::as_str).unwrap_or("").to_owned(),
+            i.get("provenance")
+                .and_then(|p| p.get("content_hash"))
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        )
+    };
+    let mut out = BTreeMap::new();
+    for (id, b) in now {
+        let old = before.get(id);
+        if old.is_some_and(|o| o.cursor == b.cursor) {
+            continue;
+        }
+        // Inserted, not collected: collecting into a set sorts first, and
+        // each sorted type adds its own sort to the Worker's wasm.
+        let mut seen = std::collections::BTreeSet::new();
+        for i in old.iter().flat_map(|o| o.buckets.iter().flatten()) {
+            seen.insert(key(i));
+        }
+        let mut fresh = b.clone();
+        for bucket in &mut fresh.buckets {
+            bucket.retain(|i| !seen.contains(&key(i)));
+        }
+        out.insert(id.clone(), fresh);
+    }
+    out
+}
+
 /// Whether this agent gets a projected feed: its capsule has a `watch`
 /// (`watch_not_set`), and its tier in force is Pro or Plus
 /// (`watch_requires_pro`, with where to upgrade and the upstream feed to
@@ -202,6 +279,29 @@ impl Projection {
         }
     }
 
+    /// What `since` asks for: the current cursor (nothing new), the one
+    /// before the world's last change (the changes since), or nothing.
+    /// Anything older is `410 cursor_not_found`: read `latest` whole (the
+    /// service keeps no per-agent views; a client polling at `ttl_sec` holds
+    /// one of the two).
+    pub fn since(&self, world: &WorldPointer, since: Option<&str>) -> Result<Since, Refusal> {
+        match since {
+            None => Ok(Since::Whole),
+            Some(c) if c == self.cursor => Ok(Since::Nothing),
+            Some(c) if c == self.prev_cursor => {
+                let mut before = world.cursors();
+                for (id, c) in &world.prev {
+                    before.insert(id.clone(), c.clone());
+                }
+                Ok(Since::Changes(before))
+            }
+            Some(_) => Err(Refusal::new(
+                ReasonCode::CursorNotFound,
+                "since is neither this projection's cursor nor the one before the world's last change: read latest without since",
+            )),
+        }
+    }
+
     /// The head, from the snapshot alone (counts are the pointer's).
     pub fn head(&self, agent: &AgentId, world: &WorldPointer, now_ms: u64) -> FeedHead {
         let mut sizes = [0usize; 4];
@@ -289,6 +389,22 @@ impl Projection {
             ));
         }
         Json::Object(out)
+    }
+
+    /// `latest?since=`: [`Projection::latest`] over only what is new
+    /// ([`new_items`]), naming the cursor it counts from.
+    pub fn latest_since(
+        &self,
+        world: &WorldPointer,
+        batches: &BTreeMap<String, Batch>,
+        now_ms: u64,
+        since: &str,
+    ) -> Json {
+        let mut body = self.latest(world, batches, now_ms);
+        if let Json::Object(m) = &mut body {
+            m.insert(4, ("since".into(), Json::from(since)));
+        }
+        body
     }
 
     /// `digest`: per selected source, its cursor, status and counts, and

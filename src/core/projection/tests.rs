@@ -492,3 +492,78 @@ fn latest_and_digest_are_ddv1_shaped() {
     let (_, gcp) = b("gcp_status", 2);
     assert_eq!(Batch::parse(&gcp.to_json(), "gcp_status").unwrap(), gcp);
 }
+
+#[test]
+fn since_answers_nothing_the_last_change_or_410() {
+    let w = world();
+    let p = project(&watch(&[], &["cloud-status"], &[]), &w, &Stacks::default());
+    assert_eq!(p.since(&w, None).unwrap(), feed::Since::Whole);
+    assert_eq!(p.since(&w, Some(&p.cursor)).unwrap(), feed::Since::Nothing);
+    let feed::Since::Changes(before) = p.since(&w, Some(&p.prev_cursor)).unwrap() else {
+        panic!("the cursor before the last change");
+    };
+    assert_eq!(before["gcp_status"], Some(c(12)));
+    assert_eq!(before["aws_status"], Some(c(1)));
+    assert_eq!(
+        p.since(&w, Some(&c(77))).unwrap_err().code,
+        ReasonCode::CursorNotFound
+    );
+    let id = "ab".repeat(32);
+    let (_, since) =
+        feed::parse_latest_query([("agent_id", id.as_str()), ("since", &c(5)[7..])]).unwrap();
+    assert_eq!(since, Some(c(5)), "the prefix is optional");
+    assert_eq!(
+        feed::parse_latest_query([("agent_id", id.as_str()), ("since", "nope")])
+            .unwrap_err()
+            .code,
+        ReasonCode::BadQuery
+    );
+}
+
+#[test]
+fn new_items_are_those_the_earlier_batch_did_not_hold() {
+    let batch = |id: &str, n: u8, items: &[(&str, u8)]| {
+        let items: Vec<String> = items
+            .iter()
+            .map(|(i, h)| {
+                format!(
+                    r#"{{"source":"{id}","id":"{i}","provenance":{{"content_hash":"{}"}}}}"#,
+                    c(*h)
+                )
+            })
+            .collect();
+        let v = parse_str(&format!(
+            r#"{{"cursor":"{}","buckets":{{"items":[{}]}}}}"#,
+            c(n),
+            items.join(",")
+        ))
+        .unwrap();
+        (id.to_owned(), Batch::parse(&v, id).unwrap())
+    };
+    let before: BTreeMap<String, Batch> = [
+        batch("gcp_status", 12, &[("a", 1), ("b", 2)]),
+        batch("aws_status", 1, &[("x", 9)]),
+    ]
+    .into_iter()
+    .collect();
+    // gcp: "a" unchanged, "b" edited (new hash), "c" new; aws did not move.
+    let now: BTreeMap<String, Batch> = [
+        batch("gcp_status", 2, &[("a", 1), ("b", 3), ("c", 4)]),
+        batch("aws_status", 1, &[("x", 9)]),
+    ]
+    .into_iter()
+    .collect();
+    let fresh = feed::new_items(&now, &before);
+    assert!(
+        !fresh.contains_key("aws_status"),
+        "a source that did not move has nothing new"
+    );
+    let ids: Vec<&str> = fresh["gcp_status"].buckets[0]
+        .iter()
+        .map(|i| i.get("id").and_then(Json::as_str).unwrap())
+        .collect();
+    assert_eq!(ids, ["b", "c"]);
+    // An earlier batch no longer kept: every current item is new.
+    let all = feed::new_items(&now, &BTreeMap::new());
+    assert_eq!(all["gcp_status"].len(), 3);
+}

@@ -37,7 +37,10 @@ pub async fn handle(
     read: CachedRead,
 ) -> Result<Response, Failure> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let agent = decide::parse_query(req.query_pairs())?;
+    let (agent, since) = match doc {
+        FeedDoc::Latest => decide::parse_latest_query(req.query_pairs())?,
+        _ => (decide::parse_query(req.query_pairs())?, None),
+    };
     let upstream = cfg
         .watch_upstream
         .as_deref()
@@ -87,35 +90,87 @@ pub async fn handle(
         FeedDoc::Head => serde_json::to_vec(&projection.head(&agent, &snapshot, now_ms))?,
         FeedDoc::Digest => json_bytes(&projection.digest(&snapshot, now_ms)),
         FeedDoc::Latest => {
-            let keys: Vec<String> = projection
-                .resolved
-                .sources
-                .iter()
-                .filter_map(|id| {
-                    let s = snapshot.sources.get(id)?;
-                    s.cursor.as_ref()?;
-                    Some(batch_kv_key(id, s.cursor.as_deref()))
-                })
-                .collect();
-            let texts = kv.texts(&keys).await?.ok_or_else(|| {
-                crate::worker::log::event("world_batch_missing", &[("agent_id", agent.as_str())]);
-                Failure::Unavailable(None)
-            })?;
-            let mut batches = BTreeMap::new();
-            for text in texts {
-                let v = json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
-                let id = v
-                    .get("source_id")
-                    .and_then(Json::as_str)
-                    .ok_or("stored batch without source_id")?
-                    .to_owned();
-                let b = Batch::parse(&v, &id).map_err(|e| e.0)?;
-                batches.insert(id, b);
+            let cursors = snapshot.cursors();
+            let want = projection.since(&snapshot, since.as_deref())?;
+            let now_batches = match &want {
+                decide::Since::Nothing => BTreeMap::new(),
+                _ => batches(&kv, &agent, &projection.resolved.sources, &cursors).await?,
+            };
+            match (&want, since.as_deref()) {
+                (decide::Since::Changes(before), Some(from)) => {
+                    let old = earlier(&kv, &projection.resolved.sources, before).await?;
+                    let fresh = decide::new_items(&now_batches, &old);
+                    json_bytes(&projection.latest_since(&snapshot, &fresh, now_ms, from))
+                }
+                (decide::Since::Nothing, Some(from)) => {
+                    json_bytes(&projection.latest_since(&snapshot, &now_batches, now_ms, from))
+                }
+                _ => json_bytes(&projection.latest(&snapshot, &now_batches, now_ms)),
             }
-            json_bytes(&projection.latest(&snapshot, &batches, now_ms))
         }
     };
     Ok(read.answer(body, &etag))
+}
+
+/// The stored batches of `sources` at the given cursors (one bulk KV read;
+/// a source without a cursor has no batch). A batch the pointer names but KV
+/// lacks is ours to fix: a 503, never a partial answer.
+async fn batches(
+    kv: &Kv,
+    agent: &crate::core::crypto::AgentId,
+    sources: &[String],
+    cursors: &BTreeMap<String, Option<String>>,
+) -> Result<BTreeMap<String, Batch>, Failure> {
+    let keys: Vec<String> = sources
+        .iter()
+        .filter_map(|id| {
+            let c = cursors.get(id)?.as_deref()?;
+            Some(batch_kv_key(id, Some(c)))
+        })
+        .collect();
+    let texts = kv.texts(&keys).await?.ok_or_else(|| {
+        crate::worker::log::event("world_batch_missing", &[("agent_id", agent.as_str())]);
+        Failure::Unavailable(None)
+    })?;
+    let mut out = BTreeMap::new();
+    for text in texts {
+        let v = json::parse(text.as_bytes()).map_err(|e| e.to_string())?;
+        let id = v
+            .get("source_id")
+            .and_then(Json::as_str)
+            .ok_or("stored batch without source_id")?
+            .to_owned();
+        let b = Batch::parse(&v, &id).map_err(|e| e.0)?;
+        out.insert(id, b);
+    }
+    Ok(out)
+}
+
+/// The batches of `sources` at earlier cursors, as far as KV still keeps
+/// them (14 days): a source whose earlier batch is gone counts every current
+/// item as new.
+async fn earlier(
+    kv: &Kv,
+    sources: &[String],
+    cursors: &BTreeMap<String, Option<String>>,
+) -> Result<BTreeMap<String, Batch>, Failure> {
+    let keys: Vec<String> = sources
+        .iter()
+        .filter_map(|id| Some(batch_kv_key(id, Some(cursors.get(id)?.as_deref()?))))
+        .collect();
+    let mut out = BTreeMap::new();
+    for text in kv.texts_found(&keys).await?.into_iter().flatten() {
+        let Ok(v) = json::parse(text.as_bytes()) else {
+            continue;
+        };
+        let Some(id) = v.get("source_id").and_then(Json::as_str).map(str::to_owned) else {
+            continue;
+        };
+        if let Ok(b) = Batch::parse(&v, &id) {
+            out.insert(id, b);
+        }
+    }
+    Ok(out)
 }
 
 fn json_bytes(v: &Json) -> Vec<u8> {
