@@ -144,7 +144,7 @@ def test_publish_rotate_publish_keys_stale_copy_recommit_and_a_compromised_rotat
     assert svc.head().seq == 3
 
 
-def test_a_rolled_back_or_forked_log_is_a_key_log_conflict(url, home):
+def test_a_rolled_back_or_forked_log_is_a_key_log_conflict_and_an_interrupted_rotation_resumes(url, home, monkeypatch):
     me = selfcap.Identity.create(home=home)
     svc = selfcap.Client(url, identity=me)
     svc.publish(capsule_for(me.agent_id, "Pinned once."))
@@ -181,6 +181,24 @@ def test_a_rolled_back_or_forked_log_is_a_key_log_conflict(url, home):
     pinned[me.agent_id] = good
     pins_file.write_text(json.dumps(pinned))
     assert svc.keys().pin["status"] == "consistent"
+
+    # A crash right after the service accepted the rotation (the client
+    # library's test hook): nothing swapped here, the signed request kept.
+    state = Path(me.state_dir)
+    monkeypatch.setenv("SELFCAP_TEST_STOP", "after-submit")
+    with pytest.raises(selfcap.UnavailableError) as stopped:
+        svc.rotate()
+    assert stopped.value.exit_code == 3
+    assert (state / "rotation.json").is_file() and (state / "next.key.new").is_file()
+    assert selfcap.Identity.load(home=home).key_index == 0 and me.key_index == 0
+    assert svc.head().keys["index"] == 1, "the service has the rotation"
+    monkeypatch.delenv("SELFCAP_TEST_STOP")
+    # The next call resends the same bytes and finishes the swap.
+    r = svc.rotate()
+    assert (r.kind, r.applied, r.index, r.resumed) == ("rotation", "already_applied", 1, True)
+    assert (me.key_index, me.public_key) == (1, r.public_key)
+    assert not (state / "rotation.json").exists()
+    assert svc.publish(capsule_for(me.agent_id, "After the resumed rotation.")).seq == 2
 
 
 def test_keys_init_for_an_identity_without_a_log_then_the_operators_recovery(url, home):
