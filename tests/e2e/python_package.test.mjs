@@ -2,8 +2,8 @@
 // the wheel (never the source tree) with pytest and the official MCP SDK into a
 // fresh virtual environment, and runs the package's pytest files there against
 // the Worker in workerd (SELFCAP_TEST_URL): the offline API on the conformance
-// vectors, the installed `selfcap` command and `selfcap mcp`, `Client`
-// through the whole loop, `Client.watch` and `AsyncClient`.
+// vectors, the installed `selfcap` command and `selfcap mcp`, `Client` (key
+// rotation included) through the whole loop, `Client.watch` and `AsyncClient`.
 // scripts/install-tools.sh installs maturin and downloads the test libraries'
 // wheels into clients/python/.tools; without them this fails, it never skips.
 import { test, before, after } from "node:test";

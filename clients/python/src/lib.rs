@@ -15,6 +15,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use self_capsule::client::http::UreqTransport;
+use self_capsule::client::keys::{KeyLogView, RecoverOptions, RotateOptions};
 use self_capsule::client::watch::{
     Channel, ChannelChoice, ConnectError, Connector, Event, Note, Socket, TungsteniteConnector,
     WatchIo, WatchedHead, WsRequest, PING_EVERY, POLL_WAIT_SECS,
@@ -26,6 +27,7 @@ use self_capsule::client::{
 use self_capsule::core::crypto::AgentId;
 use self_capsule::core::jcs;
 use self_capsule::core::json::{self, Json};
+use self_capsule::core::key_log::Digest;
 use self_capsule::core::limits::{Tier, TierTable};
 use self_capsule::core::render::{self, Format};
 use self_capsule::core::write;
@@ -134,6 +136,12 @@ fn template(agent: &str) -> PyResult<String> {
 
 /// A client library failure as `NativeError`.
 fn raise(e: Error) -> PyErr {
+    raise_with(e, None)
+}
+
+/// [`raise`], with `extra` members in the JSON object (a rollback's or
+/// fork's key log view, under `key_log`).
+fn raise_with(e: Error, extra: Option<(&str, Value)>) -> PyErr {
     let kind = match &e {
         Error::Local(_) => "local",
         Error::Unavailable(_) => "unavailable",
@@ -152,6 +160,9 @@ fn raise(e: Error) -> PyErr {
     });
     if let Error::Rejected(r) = &e {
         v["rejection"] = rejection_json(r);
+    }
+    if let Some((name, value)) = extra {
+        v[name] = value;
     }
     NativeError::new_err(v.to_string())
 }
@@ -172,11 +183,18 @@ fn location(home: Option<PathBuf>, agent: Option<String>) -> Location {
     }
 }
 
-/// An identity as JSON: agent id, public key, state directory.
-fn identity_json(dir: &client::StateDir, agent_id: &str, public_key: &str) -> String {
+/// An identity as JSON: agent id, current public key, its index in the
+/// key log (0: the genesis key), state directory.
+fn identity_json(
+    dir: &client::StateDir,
+    agent_id: &str,
+    public_key: &str,
+    key_index: u64,
+) -> String {
     json!({
         "agent_id": agent_id,
         "public_key": public_key,
+        "key_index": key_index,
         "state_dir": dir.path().display().to_string(),
     })
     .to_string()
@@ -191,6 +209,7 @@ fn identity_create(home: Option<PathBuf>) -> PyResult<String> {
         &dir,
         key.agent_id().as_str(),
         &key.public_key().to_hex(),
+        0,
     ))
 }
 
@@ -199,12 +218,31 @@ fn identity_create(home: Option<PathBuf>) -> PyResult<String> {
 #[pyo3(signature = (home = None, agent = None))]
 fn identity_load(home: Option<PathBuf>, agent: Option<String>) -> PyResult<String> {
     let dir = location(home, agent).find().map_err(raise)?;
+    loaded_identity(&dir)
+}
+
+/// The identity in the state directory `state_dir` (as `--state-dir`
+/// finds it): what `Identity.refresh` re-reads after a key command.
+#[pyfunction]
+fn identity_at(state_dir: PathBuf) -> PyResult<String> {
+    let dir = Location {
+        home: None,
+        state_dir: Some(state_dir),
+        agent: None,
+    }
+    .find()
+    .map_err(raise)?;
+    loaded_identity(&dir)
+}
+
+fn loaded_identity(dir: &StateDir) -> PyResult<String> {
     // The agent id and the current key (they differ after a rotation).
     let key = dir.load_key().map_err(raise)?;
     Ok(identity_json(
-        &dir,
+        dir,
         key.agent_id().as_str(),
         &key.public_key().to_hex(),
+        key.key_index(),
     ))
 }
 
@@ -323,8 +361,9 @@ fn client_publish(py: Python<'_>, cfg: &str, capsule: &str) -> PyResult<String> 
     })
 }
 
-/// `GET head.json`, conditional on `etag` (a cursor, its hex, or an ETag
-/// value) when given: the head, or `null` on 304.
+/// `GET head.json`, conditional on `etag` (an ETag value, or a cursor or
+/// its hex) when given: `{"head", "etag"}` (the body, and the ETag it has:
+/// the cursor's hex, plus `-k<length>` with a key log), or `null` on 304.
 #[pyfunction]
 #[pyo3(signature = (cfg, agent = None, etag = None))]
 fn client_head(
@@ -343,7 +382,9 @@ fn client_head(
             None => c.agent_id()?,
         };
         match c.fetch_head(&target, etag.as_deref())? {
-            Some(HeadOutcome::Changed { head }) => Ok(text(&head)),
+            Some(HeadOutcome::Changed { head }) => {
+                Ok(text(&json!({ "etag": head.etag(), "head": head })))
+            }
             Some(HeadOutcome::Unchanged { .. }) => Ok("null".into()),
             None => Err(Error::NotFound(format!(
                 "no capsule published yet for agent {target}, or it is private and this \
@@ -431,6 +472,144 @@ fn client_verify(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<Str
     })
 }
 
+/// An optional recovery key digest argument (64 lowercase hex), checked.
+fn digest_arg(digest: Option<&str>) -> PyResult<Option<Digest>> {
+    digest
+        .map(|d| {
+            Digest::from_hex(d).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "recovery_digest {d:?}: expected 64 lowercase hex characters (the SHA-256 \
+                     of the recovery public key's 32 bytes)"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// A key log view as `selfcap keys --json` prints it: the summary, the pin
+/// status, the verification and the events (public members only).
+fn key_log_json(v: &KeyLogView) -> Value {
+    json!({
+        "agent_id": v.agent_id.as_str(),
+        "valid": v.report.valid,
+        "length": v.report.length,
+        "keys": v.report.keys,
+        "pin": v.pin,
+        "failures": v.report.failures,
+        "events": v.records.iter().map(event_line_json).collect::<Vec<_>>(),
+    })
+}
+
+/// One key log record as a line of `selfcap keys --json`.
+fn event_line_json(r: &Json) -> Value {
+    let e = r.get("event");
+    let s = |k: &str| {
+        e.and_then(|e| e.get(k))
+            .and_then(Json::as_str)
+            .map(str::to_owned)
+    };
+    json!({
+        "index": e.and_then(|e| e.get("index")).and_then(Json::as_safe_u64),
+        "type": s("type"),
+        "authority": s("authority"),
+        "public_key": s("public_key"),
+        "history_sequence": r.get("history_sequence").and_then(Json::as_safe_u64),
+        "accepted_at": r.get("accepted_at").and_then(Json::as_str),
+        "hash": r.get("hash").and_then(Json::as_str),
+    })
+}
+
+/// `GET keys.json`, verified offline against the service's keyring and
+/// compared with the pin kept in the state directory (as `selfcap keys
+/// --json`): the view. A rollback or fork of the pinned log is raised as
+/// `key_log_conflict` (the view under `key_log`); a log that does not
+/// verify is answered with `valid` false.
+#[pyfunction]
+#[pyo3(signature = (cfg, agent = None))]
+fn client_keys(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<String> {
+    let cfg = config(cfg)?;
+    let agent = agent_arg(agent)?;
+    let (view, conflict) = py
+        .detach(move || {
+            let c = client_for(&cfg, agent.as_ref())?;
+            let view = c.key_log(agent.as_ref())?;
+            let conflict = view.pin.conflict(&view.agent_id);
+            Ok((key_log_json(&view), conflict))
+        })
+        .map_err(raise)?;
+    match conflict {
+        Some(e) => Err(raise_with(e, Some(("key_log", view)))),
+        None => Ok(view.to_string()),
+    }
+}
+
+/// `selfcap keys init`: the inception alone, for an identity that
+/// published without a key log; the service's answer.
+#[pyfunction]
+#[pyo3(signature = (cfg, recovery_digest = None))]
+fn client_keys_init(py: Python<'_>, cfg: &str, recovery_digest: Option<&str>) -> PyResult<String> {
+    let digest = digest_arg(recovery_digest)?;
+    with_client(py, cfg, None, move |c, _| {
+        c.keys_init(digest).map(|a| text(&a))
+    })
+}
+
+/// `selfcap rotate [--compromised --last-good SEQ]`: the client library's
+/// crash-safe rotation (resuming a pending one first).
+#[pyfunction]
+#[pyo3(signature = (cfg, compromised = false, last_good = None, recovery_digest = None))]
+fn client_rotate(
+    py: Python<'_>,
+    cfg: &str,
+    compromised: bool,
+    last_good: Option<u64>,
+    recovery_digest: Option<&str>,
+) -> PyResult<String> {
+    // As the CLI's flags: each requires the other.
+    if compromised != last_good.is_some() {
+        return Err(PyValueError::new_err(
+            "compromised=True and last_good (the owner's last good write's seq) go together",
+        ));
+    }
+    let opts = RotateOptions {
+        last_good,
+        recovery_digest: digest_arg(recovery_digest)?,
+    };
+    with_client(py, cfg, None, move |c, _| c.rotate(&opts).map(|r| text(&r)))
+}
+
+/// `selfcap recommit`: the current key commits a fresh next key (it
+/// matures after the recovery window).
+#[pyfunction]
+#[pyo3(signature = (cfg, recovery_digest = None))]
+fn client_recommit(py: Python<'_>, cfg: &str, recovery_digest: Option<&str>) -> PyResult<String> {
+    let digest = digest_arg(recovery_digest)?;
+    with_client(py, cfg, None, move |c, _| {
+        c.recommit(digest).map(|r| text(&r))
+    })
+}
+
+/// `selfcap recover --recovery-key FILE [--supersedes INDEX]`: the
+/// operator's recovery rotation.
+#[pyfunction]
+#[pyo3(signature = (cfg, recovery_key, supersedes = None, recovery_digest = None))]
+fn client_recover(
+    py: Python<'_>,
+    cfg: &str,
+    recovery_key: PathBuf,
+    supersedes: Option<u64>,
+    recovery_digest: Option<&str>,
+) -> PyResult<String> {
+    let opts = RecoverOptions {
+        recovery_key,
+        supersedes,
+        recovery_digest: digest_arg(recovery_digest)?,
+    };
+    with_client(py, cfg, None, move |c, _| {
+        c.recover(&opts).map(|r| text(&r))
+    })
+}
+
 /// How often a watch's blocking steps wake up to see whether it was
 /// stopped: its socket reads, its backoff sleeps, and `Watch.next`'s wait
 /// for the next head (to let Python handle Ctrl-C).
@@ -507,7 +686,8 @@ impl Socket for StoppableSocket {
 
 /// What a watch's thread hands to `Watch.next`.
 enum Msg {
-    /// A new head: the head.json body, one line of JSON.
+    /// A new head: `{"head", "etag"}` as [`client_head`] answers, one line
+    /// of JSON.
     Head(String),
     /// Progress (connected, retrying, switching), for the `selfcap` logger.
     Note(String),
@@ -679,7 +859,8 @@ fn run_watch(
     };
     let start = Instant::now();
     let mut on_head = |h: &WatchedHead| {
-        if stop.is_set() || tx.send(Msg::Head(h.line.clone())).is_err() {
+        let msg = format!(r#"{{"etag":{},"head":{}}}"#, json!(h.etag), h.line);
+        if stop.is_set() || tx.send(Msg::Head(msg)).is_err() {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
@@ -712,6 +893,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(template, m)?)?;
     m.add_function(wrap_pyfunction!(identity_create, m)?)?;
     m.add_function(wrap_pyfunction!(identity_load, m)?)?;
+    m.add_function(wrap_pyfunction!(identity_at, m)?)?;
     m.add_function(wrap_pyfunction!(client_bootstrap, m)?)?;
     m.add_function(wrap_pyfunction!(client_publish, m)?)?;
     m.add_function(wrap_pyfunction!(client_head, m)?)?;
@@ -721,6 +903,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client_rehydrate, m)?)?;
     m.add_function(wrap_pyfunction!(client_verify, m)?)?;
     m.add_function(wrap_pyfunction!(client_watch, m)?)?;
+    m.add_function(wrap_pyfunction!(client_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(client_keys_init, m)?)?;
+    m.add_function(wrap_pyfunction!(client_rotate, m)?)?;
+    m.add_function(wrap_pyfunction!(client_recommit, m)?)?;
+    m.add_function(wrap_pyfunction!(client_recover, m)?)?;
     m.add_class::<Watch>()?;
     Ok(())
 }

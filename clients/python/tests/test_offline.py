@@ -191,3 +191,37 @@ def test_identity_load_errors_carry_the_clis_exit_code(home, monkeypatch):
     assert selfcap.Identity.load(home=home, agent=b.agent_id[:12]) == b
     monkeypatch.setenv("SELFCAP_HOME", str(home))
     assert selfcap.Identity.load(agent=a.agent_id) == a
+
+
+def test_a_new_identity_has_a_next_key_and_key_index_0(home):
+    me = selfcap.Identity.create(home=home)
+    assert me.key_index == 0
+    nxt = home / me.agent_id / "next.key"
+    assert nxt.is_file() and (nxt.stat().st_mode & 0o777) == 0o600
+    assert nxt.read_text() != (home / me.agent_id / "key").read_text()
+    assert selfcap.Identity.load(home=home).key_index == 0
+    assert me.refresh() is me and (me.public_key, me.key_index) == (
+        selfcap.Identity.load(home=home).public_key,
+        0,
+    )
+    out = subprocess.run(
+        [selfcap_command(), "--home", str(home), "id", "--json"], capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout)["public_key"] == me.public_key
+
+
+def test_key_command_arguments_are_checked_before_anything_is_sent(home):
+    me = selfcap.Identity.create(home=home)
+    # Nothing listens there: a check that passed would fail as unavailable.
+    svc = selfcap.Client("http://127.0.0.1:9", identity=me, timeout=1, retries=0)
+    with pytest.raises(ValueError, match="go together"):
+        svc.rotate(compromised=True)
+    with pytest.raises(ValueError, match="go together"):
+        svc.rotate(last_good=3)
+    for call in (svc.keys_init, svc.recommit, lambda recovery_digest: svc.rotate(recovery_digest=recovery_digest)):
+        with pytest.raises(ValueError, match="recovery_digest"):
+            call(recovery_digest="AB" * 32)
+    with pytest.raises(ValueError, match="not an agent id"):
+        svc.keys("nope")
+    with pytest.raises(selfcap.UnavailableError):
+        svc.keys()

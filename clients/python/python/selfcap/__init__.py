@@ -4,8 +4,9 @@ Offline, exactly as the service decides: `check` (schema, safety scan, size),
 `canonicalize` (RFC 8785), `cursor`, `verify_export`. Identities live in the
 same state directory as the `selfcap` command's (`Identity`), and `Client`
 talks to a service as the command does (local first, signed reads of private
-capsules). The whole command line, `selfcap mcp` included, is the `selfcap`
-console script.
+capsules). The identity's key can be rotated (`Client.rotate`; the key log,
+docs/PROTOCOL.md §14) while its agent id stays. The whole command line,
+`selfcap mcp` included, is the `selfcap` console script.
 """
 
 import asyncio
@@ -19,6 +20,7 @@ from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Union
 from . import _native
 from ._errors import (
     ClaimLaterError,
+    KeyLogConflictError,
     LocalError,
     NotFoundError,
     ProtocolError,
@@ -40,12 +42,15 @@ __all__ = [
     "Client",
     "Head",
     "Identity",
+    "KeyLog",
+    "KeyLogConflictError",
     "LocalError",
     "NotFoundError",
     "ProtocolError",
     "ReadSignatureError",
     "Rejected",
     "Report",
+    "Rotated",
     "SelfcapError",
     "UnavailableError",
     "UnverifiedError",
@@ -144,15 +149,24 @@ def verify_export(export: Json, keyring: Optional[Json] = None) -> Report:
 class Identity:
     """An agent's Ed25519 identity in a state directory, the same one the
     `selfcap` command uses (`$SELFCAP_HOME/<agent_id>`, default
-    `~/.selfcap/<agent_id>`). The private key never leaves its file."""
+    `~/.selfcap/<agent_id>`). The private key never leaves its file.
 
-    def __init__(self, agent_id: str, public_key: str, state_dir: str) -> None:
+    `agent_id` is the SHA-256 of the genesis key and never changes;
+    `public_key` is the current key (the one that signs) and `key_index` its
+    place in the agent's key log (0: the genesis key; each rotation adds one).
+    The directory also holds `next.key`, the committed next key, which only the
+    key commands (`Client.rotate` and the like) ever load. `Client`'s key
+    commands refresh the identity they were given; `refresh()` re-reads one
+    rotated by another process."""
+
+    def __init__(self, agent_id: str, public_key: str, state_dir: str, key_index: int = 0) -> None:
         self.agent_id = agent_id
         self.public_key = public_key
         self.state_dir = state_dir
+        self.key_index = key_index
 
     def __repr__(self) -> str:
-        return f"Identity(agent_id={self.agent_id!r}, state_dir={self.state_dir!r})"
+        return f"Identity(agent_id={self.agent_id!r}, key_index={self.key_index}, state_dir={self.state_dir!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Identity) and (self.agent_id, self.state_dir) == (
@@ -166,7 +180,15 @@ class Identity:
     @classmethod
     def _from(cls, text: str) -> "Identity":
         d = json.loads(text)
-        return cls(d["agent_id"], d["public_key"], d["state_dir"])
+        return cls(d["agent_id"], d["public_key"], d["state_dir"], d.get("key_index", 0))
+
+    def refresh(self) -> "Identity":
+        """Re-reads the current key (`public_key`, `key_index`) from the state
+        directory, in place (after a rotation by another process); returns self."""
+        d = json.loads(_call(_native.identity_at, self.state_dir))
+        self.public_key = d["public_key"]
+        self.key_index = d.get("key_index", 0)
+        return self
 
     @classmethod
     def create(cls, home: Optional[StrPath] = None) -> "Identity":
@@ -196,7 +218,9 @@ def _call(fn: Any, *args: Any) -> Any:
 @dataclass(frozen=True)
 class Head:
     """An agent's head.json: its current `cursor` and `seq`, its tier and write
-    quota. `etag` is what to pass back to `Client.head(etag=...)`."""
+    quota, its key log's summary. `etag` is what to pass back to
+    `Client.head(etag=...)`: the service's ETag for it (which follows key
+    events, which change the head but not the cursor)."""
 
     agent_id: str
     cursor: str
@@ -204,19 +228,35 @@ class Head:
     changed: bool
     tier: str
     raw: Dict[str, Any] = field(repr=False)
+    served_etag: Optional[str] = field(default=None, repr=False)
 
     @property
     def etag(self) -> str:
-        return self.cursor.split(":", 1)[-1]
+        """The ETag head.json was served with (the cursor's hex for a head
+        built by hand)."""
+        return self.served_etag or self.cursor.split(":", 1)[-1]
 
     @property
     def writes(self) -> Dict[str, Any]:
         """The write quota as of this read (`used`, `limit`, `remaining`, ...)."""
         return dict(self.raw.get("writes") or {})
 
+    @property
+    def keys(self) -> Optional[Dict[str, Any]]:
+        """The key log's summary (`index`, `public_key`, `length`, `head_hash`,
+        `pending_recommit`, ...), or None for an agent without a key log."""
+        k = self.raw.get("keys")
+        return None if k is None else dict(k)
+
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Head":
-        return cls(d["agent_id"], d["cursor"], d["seq"], bool(d.get("changed")), d.get("tier", "free"), d)
+    def from_dict(cls, d: Dict[str, Any], etag: Optional[str] = None) -> "Head":
+        return cls(d["agent_id"], d["cursor"], d["seq"], bool(d.get("changed")), d.get("tier", "free"), d, etag)
+
+    @classmethod
+    def _served(cls, text: str) -> "Head":
+        """A head as the native module answers it: `{"head", "etag"}`."""
+        d = json.loads(text)
+        return cls.from_dict(d["head"], d["etag"])
 
 
 @dataclass(frozen=True)
@@ -230,6 +270,71 @@ class Accepted:
     sent: bool
     confirmed_from_head: bool = False
     body: Optional[Dict[str, Any]] = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class KeyLog:
+    """An agent's key log (keys.json) as `selfcap keys --json` reports it:
+    verified offline against the service's keyring (`valid`, `failures`) and
+    compared with the pin kept in the state directory (`pin["status"]`:
+    "new", "consistent" or "unpinned"). `keys` is the summary the log folds to
+    (`index`, `public_key`, `pending_recommit`, ...; None without a log) and
+    `events` one line per event (public members only: no key material)."""
+
+    agent_id: str
+    valid: bool
+    length: int
+    keys: Optional[Dict[str, Any]]
+    pin: Dict[str, Any]
+    failures: List[Dict[str, Any]]
+    events: List[Dict[str, Any]]
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __bool__(self) -> bool:
+        return self.valid
+
+    @property
+    def index(self) -> int:
+        """The current key's index (0: the genesis key, also without a log)."""
+        return int((self.keys or {}).get("index", 0))
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "KeyLog":
+        return cls(
+            agent_id=d["agent_id"],
+            valid=bool(d.get("valid")),
+            length=int(d.get("length") or 0),
+            keys=d.get("keys"),
+            pin=dict(d.get("pin") or {}),
+            failures=list(d.get("failures") or []),
+            events=list(d.get("events") or []),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """What a key command did (`Client.rotate`, `recommit`, `recover`): the
+    event's `kind` ("rotation", "recommit" or "recovery"), `applied` ("new", or
+    "already_applied" for a resumed event the service had), its `index` in the
+    log, `resumed` when an earlier interrupted run's signed request was resent,
+    the current key after it (`public_key`), the log's summary after it
+    (`keys`), and the write a disputing rotation re-published (`write`)."""
+
+    kind: str
+    applied: str
+    index: int
+    resumed: bool
+    public_key: str
+    keys: Optional[Dict[str, Any]]
+    write: Optional[Dict[str, Any]] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Rotated":
+        return cls(
+            d["kind"], d["applied"], d["index"], bool(d.get("resumed")), d["public_key"], d.get("keys"), d.get("write"), d
+        )
 
 
 class Client:
@@ -274,9 +379,11 @@ class Client:
 
     def head(self, agent_id: Optional[str] = None, etag: Optional[str] = None) -> Optional[Head]:
         """An agent's head (default: this identity's). With `etag` (a previous
-        `Head.etag` or cursor): None while nothing changed (HTTP 304)."""
-        out = json.loads(_call(_native.client_head, self._cfg, agent_id, etag))
-        return None if out is None else Head.from_dict(out)
+        `Head.etag`): None while nothing changed (HTTP 304). A key event changes
+        the head (its `keys`) and its ETag, not its cursor, so a bare cursor
+        matches only while the agent has no key log."""
+        out = _call(_native.client_head, self._cfg, agent_id, etag)
+        return None if out == "null" else Head._served(out)
 
     def read(self, agent_id: Optional[str] = None) -> Dict[str, Any]:
         """An agent's capsule (default: this identity's), checked against its cursor."""
@@ -319,6 +426,69 @@ class Client:
         logger."""
         return Watch(_call(_native.client_watch, self._cfg, agent_id, channel))
 
+    def keys(self, agent_id: Optional[str] = None) -> KeyLog:
+        """An agent's key log (default: this identity's), as `selfcap keys`:
+        verified offline against the service's published keyring, compared with
+        the pin kept in this identity's state directory, which then moves
+        forward. Raises `KeyLogConflictError` when the service served a log
+        shorter than the pinned one or another event at a pinned position
+        (the pin is kept). A log that does not verify is returned with
+        `valid` False (and leaves the pin alone)."""
+        return KeyLog.from_dict(json.loads(_call(_native.client_keys, self._cfg, agent_id)))
+
+    def keys_init(self, recovery_digest: Optional[str] = None) -> Dict[str, Any]:
+        """Starts the key log of an identity that published before it had one
+        (`selfcap keys init`): creates next.key if missing and submits the
+        inception alone. A new identity needs none: its first publish carries
+        it. `recovery_digest` commits an operator's recovery key (the hex
+        SHA-256 of its 32-byte public key). The service's answer (`applied`,
+        `index`, `keys`)."""
+        out = json.loads(_call(_native.client_keys_init, self._cfg, recovery_digest))
+        self._refresh_identity()
+        return out
+
+    def rotate(
+        self, compromised: bool = False, last_good: Optional[int] = None, recovery_digest: Optional[str] = None
+    ) -> Rotated:
+        """Rotates to the committed next key (`selfcap rotate`): next.key becomes
+        the current key and a fresh next key is committed; the agent id stays.
+        Crash-safe as the command is: the new key and the signed request are on
+        disk before anything is sent, and a later call resends an interrupted
+        one first. `compromised=True, last_good=SEQ`: the current key was
+        stolen; the writes it made after the owner's write at SEQ are disputed
+        and the desired capsule is re-published at SEQ+1 with the new key.
+        Refusals raise `Rejected` with the service's reason codes; a key log
+        that rolled back or forked raises `KeyLogConflictError`."""
+        return self._key_command(_native.client_rotate, compromised, last_good, recovery_digest)
+
+    def recommit(self, recovery_digest: Optional[str] = None) -> Rotated:
+        """For an owner who lost next.key (`selfcap recommit`): the current key
+        commits a fresh next key (kept in next.key.recommit). It takes effect
+        only after the agent's recovery window (`keys["pending_recommit"]`),
+        and only if no rotation lands first."""
+        return self._key_command(_native.client_recommit, recovery_digest)
+
+    def recover(
+        self, recovery_key_path: StrPath, supersedes: Optional[int] = None, recovery_digest: Optional[str] = None
+    ) -> Rotated:
+        """The operator's recovery (`selfcap recover`): a rotation revealing the
+        committed recovery key (its seed file, mode 0600, as `key` is) to a new
+        current key generated here. `supersedes` (an event index) voids that
+        next-key rotation while its window is open. The recovery key is spent:
+        `recovery_digest` commits a new one."""
+        return self._key_command(_native.client_recover, os.fspath(recovery_key_path), supersedes, recovery_digest)
+
+    def _key_command(self, fn: Any, *args: Any) -> Rotated:
+        r = Rotated.from_dict(json.loads(_call(fn, self._cfg, *args)))
+        if r.resumed:
+            _log.info("an earlier run left a %s pending: resent the same bytes", r.kind)
+        self._refresh_identity()
+        return r
+
+    def _refresh_identity(self) -> None:
+        if self.identity is not None:
+            self.identity.refresh()
+
 
 _log = logging.getLogger("selfcap")
 
@@ -343,7 +513,7 @@ class Watch(Iterator[Head]):
             if kind == "note":
                 _log.info("%s", payload)
                 continue
-            return Head.from_dict(json.loads(payload))
+            return Head._served(payload)
 
     def close(self, timeout: float = 5.0) -> bool:
         """Stops the watch and waits up to `timeout` seconds for the Rust side
@@ -440,6 +610,25 @@ class AsyncClient:
 
     async def verify(self, agent_id: Optional[str] = None) -> Report:
         return await asyncio.to_thread(self.sync.verify, agent_id)
+
+    async def keys(self, agent_id: Optional[str] = None) -> KeyLog:
+        return await asyncio.to_thread(self.sync.keys, agent_id)
+
+    async def keys_init(self, recovery_digest: Optional[str] = None) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.keys_init, recovery_digest)
+
+    async def rotate(
+        self, compromised: bool = False, last_good: Optional[int] = None, recovery_digest: Optional[str] = None
+    ) -> Rotated:
+        return await asyncio.to_thread(self.sync.rotate, compromised, last_good, recovery_digest)
+
+    async def recommit(self, recovery_digest: Optional[str] = None) -> Rotated:
+        return await asyncio.to_thread(self.sync.recommit, recovery_digest)
+
+    async def recover(
+        self, recovery_key_path: StrPath, supersedes: Optional[int] = None, recovery_digest: Optional[str] = None
+    ) -> Rotated:
+        return await asyncio.to_thread(self.sync.recover, recovery_key_path, supersedes, recovery_digest)
 
     def watch(self, agent_id: Optional[str] = None, *, channel: str = "auto") -> AsyncWatch:
         """`Client.watch` as an async iterator. Starting it only reads local

@@ -48,6 +48,23 @@ class ClaimLaterError(SelfcapError):
     """A payment could not be verified now; nothing was credited, claim it later."""
 
 
+class KeyLogConflictError(SelfcapError):
+    """The service served an agent's key log that contradicts the one pinned
+    here (key_pins.json in the state directory): shorter (a rollback) or
+    another event at a pinned position (a fork). Both are sealed by the
+    service, so it equivocated or its key leaked; nothing was changed and the
+    pin is kept (the `selfcap` command exits 10). `key_log` is the served
+    log's view (as `Client.keys` answers it) when the read was `Client.keys`,
+    with `pin` saying how it compared; None when a key command refused to act."""
+
+    exit_code = 10
+
+    def __init__(self, message: str, exit_code: Optional[int] = None, key_log: Optional[Dict[str, Any]] = None) -> None:
+        super().__init__(message, exit_code)
+        self.key_log = key_log
+        self.pin: Optional[Dict[str, Any]] = None if key_log is None else key_log.get("pin")
+
+
 class Rejected(SelfcapError):
     """A write refused, by the service or by the same checks run locally (`check`).
 
@@ -91,4 +108,6 @@ def from_native(error: Exception) -> SelfcapError:
     info = json.loads(error.args[0])
     if info["kind"] == "rejected":
         return Rejected(info["rejection"])
+    if info["kind"] == "key_log_conflict":
+        return KeyLogConflictError(info["message"], info.get("exit_code"), info.get("key_log"))
     return _KINDS.get(info["kind"], SelfcapError)(info["message"], info.get("exit_code"))
