@@ -3,7 +3,7 @@
 //! it does not verify).
 
 use crate::cli::print::{emit, emit_bytes, print_json};
-use crate::cli::{agent_arg, keys, read_json, reader_client, Global, JsonOut};
+use crate::cli::{agent_arg, read_json, reader_client, Global, JsonOut};
 use crate::client::{self, Error};
 use crate::core::history::{CheckName, Report};
 use crate::core::json::Json;
@@ -66,7 +66,10 @@ pub(crate) fn verify(
     };
     // The key log the export carries (§14), verified with the chain.
     let key_log: Vec<serde_json::Value> = match bundle.get("key_log") {
-        Some(Json::Array(records)) => records.iter().map(keys::event_line_json).collect(),
+        Some(Json::Array(records)) => records
+            .iter()
+            .map(crate::client::keys::event_line_json)
+            .collect(),
         _ => Vec::new(),
     };
     // --json is the core's report exactly (the Explorer's wasm prints the

@@ -5,7 +5,6 @@ use crate::cli::print::{emit, note, print_json};
 use crate::cli::{agent_arg, client, reader_client, Global, JsonOut};
 use crate::client::keys::{KeyLogView, PinStatus, RecoverOptions, RotateOptions, Rotated};
 use crate::client::Error;
-use crate::core::json::Json;
 use crate::core::key_log::Digest;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -148,7 +147,7 @@ pub(crate) fn keys(g: &Global, args: KeysArgs) -> Result<(), Error> {
     let c = reader_client(g, agent.as_ref())?;
     let view = c.key_log(agent.as_ref())?;
     if args.out.json {
-        print_json(&view_json(&view));
+        print_json(&view.to_json());
     } else {
         print_view(&view);
     }
@@ -235,39 +234,6 @@ fn print_rotated(r: &Rotated, out: JsonOut) {
     }
 }
 
-/// The view as JSON: the summary, the pin status, the verification and
-/// the events (public members only: events carry no secrets).
-pub(crate) fn view_json(v: &KeyLogView) -> serde_json::Value {
-    serde_json::json!({
-        "agent_id": v.agent_id.as_str(),
-        "valid": v.report.valid,
-        "length": v.report.length,
-        "keys": v.report.keys,
-        "pin": v.pin,
-        "failures": v.report.failures,
-        "events": v.records.iter().map(event_line_json).collect::<Vec<_>>(),
-    })
-}
-
-/// One record as a line of `keys` and `verify`: public members only.
-pub(crate) fn event_line_json(r: &Json) -> serde_json::Value {
-    let e = r.get("event");
-    let s = |k: &str| {
-        e.and_then(|e| e.get(k))
-            .and_then(Json::as_str)
-            .map(str::to_owned)
-    };
-    serde_json::json!({
-        "index": e.and_then(|e| e.get("index")).and_then(Json::as_safe_u64),
-        "type": s("type"),
-        "authority": s("authority"),
-        "public_key": s("public_key"),
-        "history_sequence": r.get("history_sequence").and_then(Json::as_safe_u64),
-        "accepted_at": r.get("accepted_at").and_then(Json::as_str),
-        "hash": r.get("hash").and_then(Json::as_str),
-    })
-}
-
 fn print_view(v: &KeyLogView) {
     let mut out = String::new();
     out.push_str(&format!(
@@ -298,7 +264,7 @@ fn print_view(v: &KeyLogView) {
         }
     }
     for r in &v.records {
-        let j = event_line_json(r);
+        let j = crate::client::keys::event_line_json(r);
         let s = |k: &str| j[k].as_str().unwrap_or("-").to_owned();
         out.push_str(&format!(
             "  event {} {} ({}) key {} accepted {}\n",

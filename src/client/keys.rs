@@ -110,6 +110,43 @@ pub struct KeyLogView {
     pub pin: PinStatus,
 }
 
+impl KeyLogView {
+    /// The view as `selfcap keys --json` prints it (and the packages return
+    /// it): the summary, the pin status, the verification and the events,
+    /// public members only (events carry no secrets).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "agent_id": self.agent_id.as_str(),
+            "valid": self.report.valid,
+            "length": self.report.length,
+            "keys": self.report.keys,
+            "pin": self.pin,
+            "failures": self.report.failures,
+            "events": self.records.iter().map(event_line_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// One key-log record as a line of `selfcap keys` and `verify`: public
+/// members only.
+pub fn event_line_json(r: &Json) -> serde_json::Value {
+    let e = r.get("event");
+    let s = |k: &str| {
+        e.and_then(|e| e.get(k))
+            .and_then(Json::as_str)
+            .map(str::to_owned)
+    };
+    serde_json::json!({
+        "index": e.and_then(|e| e.get("index")).and_then(Json::as_safe_u64),
+        "type": s("type"),
+        "authority": s("authority"),
+        "public_key": s("public_key"),
+        "history_sequence": r.get("history_sequence").and_then(Json::as_safe_u64),
+        "accepted_at": r.get("accepted_at").and_then(Json::as_str),
+        "hash": r.get("hash").and_then(Json::as_str),
+    })
+}
+
 /// How a served log compared with the pin kept here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]

@@ -486,39 +486,6 @@ fn digest_arg(digest: Option<&str>) -> PyResult<Option<Digest>> {
         .transpose()
 }
 
-/// A key log view as `selfcap keys --json` prints it: the summary, the pin
-/// status, the verification and the events (public members only).
-fn key_log_json(v: &KeyLogView) -> Value {
-    json!({
-        "agent_id": v.agent_id.as_str(),
-        "valid": v.report.valid,
-        "length": v.report.length,
-        "keys": v.report.keys,
-        "pin": v.pin,
-        "failures": v.report.failures,
-        "events": v.records.iter().map(event_line_json).collect::<Vec<_>>(),
-    })
-}
-
-/// One key log record as a line of `selfcap keys --json`.
-fn event_line_json(r: &Json) -> Value {
-    let e = r.get("event");
-    let s = |k: &str| {
-        e.and_then(|e| e.get(k))
-            .and_then(Json::as_str)
-            .map(str::to_owned)
-    };
-    json!({
-        "index": e.and_then(|e| e.get("index")).and_then(Json::as_safe_u64),
-        "type": s("type"),
-        "authority": s("authority"),
-        "public_key": s("public_key"),
-        "history_sequence": r.get("history_sequence").and_then(Json::as_safe_u64),
-        "accepted_at": r.get("accepted_at").and_then(Json::as_str),
-        "hash": r.get("hash").and_then(Json::as_str),
-    })
-}
-
 /// `GET keys.json`, verified offline against the service's keyring and
 /// compared with the pin kept in the state directory (as `selfcap keys
 /// --json`): the view. A rollback or fork of the pinned log is raised as
@@ -534,7 +501,7 @@ fn client_keys(py: Python<'_>, cfg: &str, agent: Option<&str>) -> PyResult<Strin
             let c = client_for(&cfg, agent.as_ref())?;
             let view = c.key_log(agent.as_ref())?;
             let conflict = view.pin.conflict(&view.agent_id);
-            Ok((key_log_json(&view), conflict))
+            Ok((KeyLogView::to_json(&view), conflict))
         })
         .map_err(raise)?;
     match conflict {
