@@ -6,6 +6,7 @@ use crate::cli::{agent_arg, client, reader_client, Global, JsonOut};
 use crate::client::keys::{KeyLogView, PinStatus, RecoverOptions, RotateOptions, Rotated};
 use crate::client::Error;
 use crate::core::key_log::Digest;
+use crate::core::key_log::PinCheck;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -286,11 +287,15 @@ fn print_view(v: &KeyLogView) {
     out.push_str(&match &v.pin {
         PinStatus::Unpinned => "  pin: none (no state directory to keep one in)\n".to_owned(),
         PinStatus::New => "  pin: first sight, pinned\n".to_owned(),
-        PinStatus::Consistent => "  pin: consistent with the log seen before\n".to_owned(),
-        PinStatus::Rollback { pinned, served } => {
+        PinStatus::Checked(PinCheck::Consistent) => {
+            "  pin: consistent with the log seen before\n".to_owned()
+        }
+        PinStatus::Checked(PinCheck::Rollback { pinned, served }) => {
             format!("  pin: ROLLBACK: {served} event(s) served, {pinned} pinned\n")
         }
-        PinStatus::Fork { index, .. } => format!("  pin: FORK at event {index}\n"),
+        PinStatus::Checked(PinCheck::Fork { index, .. }) => {
+            format!("  pin: FORK at event {index}\n")
+        }
     });
     emit(&out);
 }

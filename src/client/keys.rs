@@ -147,7 +147,8 @@ pub fn event_line_json(r: &Json) -> serde_json::Value {
     })
 }
 
-/// How a served log compared with the pin kept here.
+/// How a served log compared with the pin kept here: the core's
+/// [`PinCheck`], or why there was nothing to compare.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum PinStatus {
@@ -155,40 +156,25 @@ pub enum PinStatus {
     Unpinned,
     /// No pin yet (first sight), now pinned.
     New,
-    /// The pinned log, or one that extends it; the pin moved forward.
-    Consistent,
-    /// Shorter than the pinned log.
-    Rollback {
-        /// Pinned length.
-        pinned: u64,
-        /// Served length.
-        served: u64,
-    },
-    /// Another record at the pinned position.
-    Fork {
-        /// The position.
-        index: u64,
-        /// The pinned hash.
-        pinned: String,
-        /// The served hash.
-        served: String,
-    },
+    /// Compared with the pin.
+    #[serde(untagged)]
+    Checked(PinCheck),
 }
 
 impl PinStatus {
     /// The error a rollback or fork ends a command with.
     pub fn conflict(&self, agent: &AgentId) -> Option<Error> {
         let msg = match self {
-            PinStatus::Rollback { pinned, served } => format!(
+            PinStatus::Checked(PinCheck::Rollback { pinned, served }) => format!(
                 "key log ROLLBACK for {agent}: the service served {served} event(s) where this client \
                  saw {pinned}; the log is append-only, so the service equivocated or its key leaked \
                  (the pin in {KEY_PINS_FILE} is kept; nothing was changed)"
             ),
-            PinStatus::Fork {
+            PinStatus::Checked(PinCheck::Fork {
                 index,
                 pinned,
                 served,
-            } => format!(
+            }) => format!(
                 "key log FORK for {agent}: event {index} is sealed as {served} where this client saw \
                  {pinned}; the service equivocated or its key leaked (the pin in {KEY_PINS_FILE} is \
                  kept; nothing was changed)"
@@ -203,19 +189,7 @@ impl PinStatus {
 pub fn check_pin(pin: Option<&Pin>, served: &[SealedKeyRecord]) -> PinStatus {
     match pin {
         None => PinStatus::New,
-        Some(p) => match p.check(served) {
-            PinCheck::Consistent => PinStatus::Consistent,
-            PinCheck::Rollback { pinned, served } => PinStatus::Rollback { pinned, served },
-            PinCheck::Fork {
-                index,
-                pinned,
-                served,
-            } => PinStatus::Fork {
-                index,
-                pinned,
-                served,
-            },
-        },
+        Some(p) => PinStatus::Checked(p.check(served)),
     }
 }
 
@@ -331,7 +305,12 @@ impl Client {
         let pin = check_pin(pins.get(target.as_str()), &sealed);
         // Only a log that verified moves the pin: an unverifiable one is
         // no evidence of anything.
-        if report.valid && matches!(pin, PinStatus::New | PinStatus::Consistent) {
+        if report.valid
+            && matches!(
+                pin,
+                PinStatus::New | PinStatus::Checked(PinCheck::Consistent)
+            )
+        {
             if let Some(p) = Pin::of(&sealed) {
                 if pins.get(target.as_str()) != Some(&p) {
                     pins.insert(target.to_string(), p);
@@ -913,15 +892,7 @@ impl Client {
         accepted: &Accepted,
         previous: Option<&Published>,
     ) -> Result<(), Error> {
-        self.adopt(
-            Published {
-                seq: accepted.seq,
-                cursor: accepted.cursor.clone(),
-                capsule: capsule.clone(),
-                recorded_at: Some(accepted.generated_at.clone()),
-            },
-            previous,
-        )?;
+        self.record(capsule, accepted, previous)?;
         self.state.clear_pending()
     }
 }
@@ -1018,16 +989,22 @@ mod tests {
         assert!(log.len() >= 2);
         assert_eq!(check_pin(None, &log), PinStatus::New);
         let short = Pin::of(&log[..log.len() - 1]).unwrap();
-        assert_eq!(check_pin(Some(&short), &log), PinStatus::Consistent);
+        assert_eq!(
+            check_pin(Some(&short), &log),
+            PinStatus::Checked(PinCheck::Consistent)
+        );
         let full = Pin::of(&log).unwrap();
-        assert_eq!(check_pin(Some(&full), &log), PinStatus::Consistent);
+        assert_eq!(
+            check_pin(Some(&full), &log),
+            PinStatus::Checked(PinCheck::Consistent)
+        );
         let rolled = check_pin(Some(&full), &log[..1]);
         assert_eq!(
             rolled,
-            PinStatus::Rollback {
+            PinStatus::Checked(PinCheck::Rollback {
                 pinned: log.len() as u64,
                 served: 1
-            }
+            })
         );
         let forked_pin = Pin {
             length: full.length,
@@ -1035,7 +1012,7 @@ mod tests {
         };
         assert!(matches!(
             check_pin(Some(&forked_pin), &log),
-            PinStatus::Fork { index, .. } if index == full.length - 1
+            PinStatus::Checked(PinCheck::Fork { index, .. }) if index == full.length - 1
         ));
         // Both are errors with their own exit code; agreement is none.
         for bad in [rolled, check_pin(Some(&forked_pin), &log)] {
@@ -1044,7 +1021,23 @@ mod tests {
             assert_eq!(e.exit_code().code(), 10);
             assert!(!e.to_string().contains('\n'));
         }
-        assert!(PinStatus::Consistent.conflict(&agent).is_none());
+        assert!(PinStatus::Checked(PinCheck::Consistent)
+            .conflict(&agent)
+            .is_none());
+        // As reported (`selfcap keys --json`, the packages): one `status`.
+        let json = |p: &PinStatus| serde_json::to_value(p).unwrap();
+        assert_eq!(json(&PinStatus::New), serde_json::json!({"status": "new"}));
+        assert_eq!(
+            json(&PinStatus::Checked(PinCheck::Consistent)),
+            serde_json::json!({"status": "consistent"})
+        );
+        assert_eq!(
+            json(&PinStatus::Checked(PinCheck::Rollback {
+                pinned: 3,
+                served: 1
+            })),
+            serde_json::json!({"status": "rollback", "pinned": 3, "served": 1})
+        );
     }
 
     #[test]
@@ -1131,7 +1124,7 @@ mod tests {
         served.set(log.len());
         assert_eq!(
             client().key_log(Some(&agent)).unwrap().pin,
-            PinStatus::Consistent
+            PinStatus::Checked(PinCheck::Consistent)
         );
         assert_eq!(
             client().key_pins().unwrap()[agent.as_str()],
@@ -1140,7 +1133,10 @@ mod tests {
         );
         served.set(1);
         let rolled = client().key_log(Some(&agent)).unwrap();
-        assert!(matches!(rolled.pin, PinStatus::Rollback { served: 1, .. }));
+        assert!(matches!(
+            rolled.pin,
+            PinStatus::Checked(PinCheck::Rollback { served: 1, .. })
+        ));
         assert_eq!(
             client().key_pins().unwrap()[agent.as_str()],
             Pin::of(&log).unwrap(),

@@ -288,7 +288,7 @@ impl Client {
     }
 
     /// Records an accepted write locally.
-    fn record(
+    pub(super) fn record(
         &self,
         capsule: &Json,
         accepted: &Accepted,

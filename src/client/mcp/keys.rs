@@ -7,6 +7,7 @@ use super::ToolHost;
 use crate::client::keys::{PinStatus, RotateOptions};
 use crate::client::Error;
 use crate::core::crypto::AgentId;
+use crate::core::key_log::PinCheck;
 use crate::core::mcp::results::{self, Answer};
 use serde_json::json;
 
@@ -19,7 +20,7 @@ impl ToolHost {
         let view = c.key_log(Some(&target))?;
         let conflict = view.pin.conflict(&view.agent_id);
         let hint = match (&view.pin, view.report.valid, &view.report.keys) {
-            (PinStatus::Rollback { .. } | PinStatus::Fork { .. }, _, _) => {
+            (PinStatus::Checked(PinCheck::Rollback { .. } | PinCheck::Fork { .. }), _, _) => {
                 "The service contradicts the key log this machine pinned: stop writing and tell the operator."
             }
             (_, false, _) => "The key log does not verify: tell the operator.",

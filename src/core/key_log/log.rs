@@ -572,8 +572,10 @@ pub struct Pin {
     pub head_hash: String,
 }
 
-/// A served log against a pin.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A served log against a pin (serialised as `{"status": "consistent" |
+/// "rollback" | "fork", …}`, as clients report it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
 pub enum PinCheck {
     /// The pinned log, or one that extends it.
     Consistent,
