@@ -89,7 +89,7 @@ struct ErrorBody<'a> {
 
 /// `{"error": code}` with the code's own status.
 fn error(code: ReasonCode, audience: Audience, detail: Option<&str>) -> Response {
-    error_body(code, audience, detail, None, None)
+    error_body(code, audience, detail, None, None, &[])
 }
 
 /// 410 `cursor_not_found`: the cursor was pruned or never existed; the
@@ -101,20 +101,11 @@ pub fn cursor_not_found(history_url: &str) -> Response {
         None,
         None,
         Some(history_url),
+        &[],
     )
 }
 
 fn error_body(
-    code: ReasonCode,
-    audience: Audience,
-    detail: Option<&str>,
-    retry_after_sec: Option<u64>,
-    history_url: Option<&str>,
-) -> Response {
-    error_body_with(code, audience, detail, retry_after_sec, history_url, &[])
-}
-
-fn error_body_with(
     code: ReasonCode,
     audience: Audience,
     detail: Option<&str>,
@@ -153,7 +144,7 @@ pub fn rejection(rej: &Rejection) -> worker::Result<Response> {
 /// "retry_after_sec"?}` with the code's status, and `Retry-After` when a
 /// wait was computed. Answered only through `failure::Failure::response`.
 pub fn refusal(r: &Refusal, audience: Audience) -> Response {
-    let resp = error_body_with(
+    let resp = error_body(
         r.code,
         audience,
         r.detail.as_deref(),
@@ -189,6 +180,7 @@ pub fn unavailable_because(audience: Audience, detail: Option<&str>) -> Response
         detail,
         Some(UNAVAILABLE_RETRY_AFTER_SEC),
         None,
+        &[],
     );
     set(
         resp.headers(),

@@ -12,7 +12,7 @@ use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
 use crate::core::record::kv_key;
 use crate::core::write::{AcceptedBody, AgentState, Rejection};
 use crate::worker::config::{self, Config, SERVICE_KEY_SECRET};
-use crate::worker::do_wire::{Reserve, Slot, WriteCall};
+use crate::worker::do_wire::WriteCall;
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
@@ -109,18 +109,13 @@ impl AgentDO {
         // The envelope's first capsule creates the agent: it takes a slot
         // of the client address's new-agent quota, as a PUT's would.
         if let Some(c) = write.as_deref().filter(|c| c.is_new_agent()) {
-            let ask = Reserve {
-                agent_id: agent.as_str().to_owned(),
-                now_ms: call.now_ms,
-                limit: cfg
-                    .tiers
-                    .get(state.tier_at(call.now_ms))
-                    .new_agents_per_ip_24h,
-            };
-            if let Slot::FullUntil(reset_at_ms) = ask.send(&self.env, &call.ip_bucket).await? {
-                let rej = Rejection::new_agent_ip_quota(c, call.now_ms, reset_at_ms).uncounted();
-                return Err(Failure::Rejected(rej));
-            }
+            // Refused like any failed key event: no cooldown.
+            self.new_agent_slot(&state, c, &call, &cfg)
+                .await
+                .map_err(|f| match f {
+                    Failure::Rejected(r) => Failure::Rejected(r.uncounted()),
+                    other => other,
+                })?;
         }
 
         let index = record.event.get("index").and_then(|i| i.as_safe_u64());

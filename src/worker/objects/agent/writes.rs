@@ -120,20 +120,37 @@ impl AgentDO {
             )));
         }
         if candidate.is_new_agent() {
-            let ask = Reserve {
-                agent_id: call.agent.as_str().to_owned(),
-                now_ms: call.now_ms,
-                limit: cfg
-                    .tiers
-                    .get(state.tier_at(call.now_ms))
-                    .new_agents_per_ip_24h,
-            };
-            if let Slot::FullUntil(reset_at_ms) = ask.send(&self.env, &call.ip_bucket).await? {
-                let rej = Rejection::new_agent_ip_quota(&candidate, call.now_ms, reset_at_ms);
-                return Err(Failure::Rejected(rej));
-            }
+            self.new_agent_slot(state, &candidate, call, cfg).await?;
         }
         Ok(candidate)
+    }
+
+    /// A slot of the client address's new-agent quota for the write that
+    /// creates this agent (a PUT's, or the envelope of its first key event),
+    /// or the refusal that it is full.
+    pub(super) async fn new_agent_slot(
+        &self,
+        state: &AgentState,
+        candidate: &Candidate,
+        call: &WriteCall,
+        cfg: &Config,
+    ) -> Result<(), Failure> {
+        let ask = Reserve {
+            agent_id: call.agent.as_str().to_owned(),
+            now_ms: call.now_ms,
+            limit: cfg
+                .tiers
+                .get(state.tier_at(call.now_ms))
+                .new_agents_per_ip_24h,
+        };
+        match ask.send(&self.env, &call.ip_bucket).await? {
+            Slot::FullUntil(reset_at_ms) => Err(Failure::Rejected(Rejection::new_agent_ip_quota(
+                candidate,
+                call.now_ms,
+                reset_at_ms,
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Seals the accepted write into the chain and stores state, history
