@@ -192,7 +192,12 @@ export class Identity {
   readonly agentId: string;
   /** The current key (hex). */
   readonly publicKey: string;
-  /** The current key's index in the agent's key log (0: the genesis key). */
+  /** The SHA-256 (hex) a key event commits for the current key (e.g. an operator's recovery key's, for `incept()`). */
+  readonly keyDigest: string;
+  /**
+   * The current key's index in the agent's key log (0: the genesis key).
+   * Informational: only whether it is 0 (a genesis key, which may incept) matters here.
+   */
   readonly keyIndex: number;
   /** The committed next key (hex), when this identity holds one. */
   readonly nextPublicKey: string | undefined;
@@ -212,6 +217,7 @@ export class Identity {
     this.#next = next;
     this.agentId = agentId ?? own.agent_id;
     this.publicKey = own.public_key;
+    this.keyDigest = (JSON.parse(core.key_digest(seed)) as { digest: string }).digest;
     this.keyIndex = keyIndex;
     if (next !== undefined) {
       const d = JSON.parse(core.key_digest(next)) as { public_key: string; digest: string };
@@ -428,6 +434,8 @@ export interface Published {
   prev_cursor: string | null;
   changed: boolean;
   writes: { limit_24h: number; used_24h: number; remaining_24h: number; reset_at: string | null };
+  /** A write that carried the agent's inception (the first publish of an identity with a next key): the key event's answer. */
+  key_event?: { applied: "new" | "already_applied"; index: number; keys: KeysSummary | null };
   [key: string]: unknown;
 }
 
@@ -593,18 +601,24 @@ export class Client {
     if (nextSeed !== undefined && me.keyIndex === 0 && !hasLog) {
       const event = this.#built(core.inception_event(me.seedHex(), nextSeed, undefined, Date.now()));
       const answer = await this.#postKeys(me.agentId, event.event, envelope);
-      if (answer.write === undefined) throw new Rejected(409, { error: "key_event_stale", detail: "the inception was already applied without this write" });
-      body = { ...answer.write, key_event: { applied: answer.applied, index: answer.index, keys: answer.keys } };
+      const key_event = { applied: answer.applied, index: answer.index, keys: answer.keys };
+      // An inception the log already held (a retry) takes no envelope: the write goes as a PUT.
+      body = { ...(answer.write ?? (await this.#put(me.agentId, envelope))), key_event };
     } else {
-      const a = await this.#send("PUT", `${this.url}/self/${me.agentId}/capsule.json`, {
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(envelope),
-      });
-      body = ok(a) as Published;
+      body = await this.#put(me.agentId, envelope);
     }
     this.#ownPrivate = isPrivate(capsule);
     this.#lastWrite = { seq: next, capsule };
     return body;
+  }
+
+  /** PUTs a signed envelope. */
+  async #put(agent: string, envelope: Envelope): Promise<Published> {
+    const a = await this.#send("PUT", `${this.url}/self/${agent}/capsule.json`, {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(envelope),
+    });
+    return ok(a) as Published;
   }
 
   /** keys.json of `agent` (as text, signed when it needs to be) and the service's keyring (text). */
@@ -761,6 +775,50 @@ export class Client {
     const after = Identity.fromSeed(me.seedHex(), { next: newNext, agentId: me.agentId, keyIndex: built.key_index });
     await persist?.(after);
     const answer = await this.#postKeys(me.agentId, built.event);
+    this.#identity = after;
+    await this.keys(me.agentId).catch(() => undefined);
+    return { ...answer, identity: after };
+  }
+
+  /**
+   * A recovery rotation: reveals the operator's recovery key (`recoverySeed`,
+   * committed by digest in the log), which makes a freshly generated key
+   * current and commits a fresh next key. `supersedes`: the index of a
+   * next-key rotation to void (within the recovery window after it; every
+   * key made current from it on is voided, and what they signed disputed).
+   * `recoveryKeyDigest`: a new recovery key to commit (the revealed one is
+   * spent; default none). Only the agent id of this client's identity is
+   * used. `pin` and `persist` as for `rotate()`.
+   */
+  async recover({
+    recoverySeed,
+    supersedes,
+    recoveryKeyDigest,
+    pin: givenPin,
+    persist,
+  }: {
+    recoverySeed: string;
+    supersedes?: number;
+    recoveryKeyDigest?: string | null;
+    pin?: KeyPin;
+    persist?: (identity: Identity) => void | Promise<void>;
+  }): Promise<Rotated> {
+    const me = this.#needIdentity();
+    const recovery = seedOf(recoverySeed, "recoverySeed");
+    const { body, keyring } = await this.#keysDocs(me.agentId);
+    const current = core.generate_seed();
+    const newNext = core.generate_seed();
+    const opts: Record<string, unknown> = { authority: "recovery", current };
+    if (supersedes !== undefined) opts.supersedes = supersedes;
+    if (recoveryKeyDigest !== undefined) opts.recovery_key_digest = recoveryKeyDigest;
+    const pin = givenPin ?? this.#pins.get(me.agentId);
+    const built = this.#built(
+      core.rotation_event(body, keyring, me.agentId, pin === undefined ? undefined : JSON.stringify(pin), recovery, newNext, JSON.stringify(opts), Date.now()),
+    );
+    await persist?.(Identity.fromSeed(current, { next: newNext, agentId: me.agentId, keyIndex: built.key_index }));
+    const answer = await this.#postKeys(me.agentId, built.event);
+    // A superseding recovery voids keys: the service's count is the one that holds.
+    const after = Identity.fromSeed(current, { next: newNext, agentId: me.agentId, keyIndex: answer.keys?.index ?? built.key_index });
     this.#identity = after;
     await this.keys(me.agentId).catch(() => undefined);
     return { ...answer, identity: after };
