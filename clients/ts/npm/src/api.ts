@@ -698,7 +698,9 @@ export class Client {
    * `persist` is called with the new identity before anything
    * is sent: store it there (its next key exists nowhere else).
    * Resolves to the service's answer and the new identity, which this
-   * client uses from then on.
+   * client uses from then on. When the answer is lost (a network error),
+   * the event may have applied: `keys()` says which key is current (the
+   * persisted identity's, or still this one).
    */
   async rotate({
     compromised = false,
@@ -729,7 +731,7 @@ export class Client {
       const version = await this.#ownVersion(me.agentId, good);
       opts.disputes_after = { seq: good, cursor: version.cursor };
       const republish = capsule ?? (this.#lastWrite?.seq === good ? this.#lastWrite.capsule : version.capsule);
-      const local = check(republish);
+      const local = check(republish, { tier: (await this.head(me.agentId))?.tier ?? "free" });
       if (!local.ok) throw local.error;
       write = { seq: good + 1, capsule: republish };
     }
