@@ -29,9 +29,10 @@ use super::{Client, Error};
 use crate::core::crypto::{AgentId, AgentKey};
 use crate::core::jcs;
 use crate::core::json::{self, Json};
+use crate::core::key_log::build;
 use crate::core::key_log::{
-    verify_key_log, Change, Digest, KeyEvent, KeyLogReport, KeyState, KeysSummary, LastGood, Pin,
-    PinCheck, RotationAuthority, SealedKeyRecord, Signatures, Supersedes, DEFAULT_WINDOW_SEC,
+    verify_key_log, Digest, KeyEvent, KeyLogReport, KeyState, KeysSummary, LastGood, Pin, PinCheck,
+    RotationAuthority, SealedKeyRecord, Supersedes, DEFAULT_WINDOW_SEC,
 };
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
@@ -487,22 +488,18 @@ impl Client {
             }),
             None => None,
         };
-        let event = KeyEvent {
-            agent_id: agent.clone(),
-            index: state.length,
-            previous_hash: Some(state.head_hash.clone()),
-            public_key: next.public_key(),
-            next_key_digest: Digest::of_key(&new_next.public_key()),
-            recovery_key_digest: opts.recovery_digest.or(state.recovery_key_digest),
-            change: Change::Rotation {
+        let event = build::rotation(
+            &state,
+            build::Rotation {
                 authority: RotationAuthority::Next,
-                revealed_key: next.public_key(),
+                revealed: &next,
+                current: &next,
+                next: Digest::of_key(&new_next.public_key()),
+                recovery: opts.recovery_digest.or(state.recovery_key_digest),
                 supersedes: None,
                 disputes_after: disputes_after.clone(),
             },
-            signatures: unsigned(),
-        }
-        .sign(&next, Some(&next));
+        );
         let write = match &disputes_after {
             Some(last) => {
                 let capsule = self.owner_capsule()?;
@@ -554,17 +551,12 @@ impl Client {
         // 1. The new next key exists on disk before anything is signed.
         let new_next = super::fresh_key()?;
         self.state.write_secret(NEXT_KEY_RECOMMIT_FILE, &new_next)?;
-        let event = KeyEvent {
-            agent_id: key.agent_id(),
-            index: state.length,
-            previous_hash: Some(state.head_hash.clone()),
-            public_key: key.public_key(),
-            next_key_digest: Digest::of_key(&new_next.public_key()),
-            recovery_key_digest: recovery_digest.or(state.recovery_key_digest),
-            change: Change::Recommit,
-            signatures: unsigned(),
-        }
-        .sign(key.key(), None);
+        let event = build::recommit(
+            &state,
+            key.key(),
+            Digest::of_key(&new_next.public_key()),
+            recovery_digest.or(state.recovery_key_digest),
+        );
         let pending = PendingEvent {
             kind: "recommit".into(),
             body: body_text(&event, None),
@@ -620,22 +612,18 @@ impl Client {
         let new_next = super::fresh_key()?;
         self.state.write_secret(KEY_NEW_FILE, &new_current)?;
         self.state.write_secret(NEXT_KEY_NEW_FILE, &new_next)?;
-        let event = KeyEvent {
-            agent_id: agent.clone(),
-            index: state.length,
-            previous_hash: Some(state.head_hash.clone()),
-            public_key: new_current.public_key(),
-            next_key_digest: Digest::of_key(&new_next.public_key()),
-            recovery_key_digest: opts.recovery_digest,
-            change: Change::Rotation {
+        let event = build::rotation(
+            &state,
+            build::Rotation {
                 authority: RotationAuthority::Recovery,
-                revealed_key: recovery.public_key(),
+                revealed: &recovery,
+                current: &new_current,
+                next: Digest::of_key(&new_next.public_key()),
+                recovery: opts.recovery_digest,
                 supersedes,
                 disputes_after: None,
             },
-            signatures: unsigned(),
-        }
-        .sign(&new_current, Some(&recovery));
+        );
         let pending = PendingEvent {
             kind: "recovery".into(),
             body: body_text(&event, None),
@@ -900,30 +888,7 @@ impl Client {
 /// The inception of `genesis`'s agent committing `next` (and the
 /// operator's `recovery` key digest), with the clients' default window.
 pub fn inception(genesis: &AgentKey, next: Digest, recovery: Option<Digest>) -> KeyEvent {
-    KeyEvent {
-        agent_id: genesis.agent_id(),
-        index: 0,
-        previous_hash: None,
-        public_key: genesis.public_key(),
-        next_key_digest: next,
-        recovery_key_digest: recovery,
-        change: Change::Inception {
-            recovery_window_sec: DEFAULT_WINDOW_SEC,
-        },
-        signatures: Signatures {
-            revealed: None,
-            public: [0; 64],
-        },
-    }
-    .sign(genesis, None)
-}
-
-/// Signatures to be filled in by [`KeyEvent::sign`].
-fn unsigned() -> Signatures {
-    Signatures {
-        revealed: None,
-        public: [0; 64],
-    }
+    build::inception(genesis, next, recovery, DEFAULT_WINDOW_SEC)
 }
 
 /// The POST body as the text `rotation.json` keeps.
@@ -938,15 +903,7 @@ fn no_log(agent: &AgentId) -> Error {
     ))
 }
 
-/// The POST body: `{"event", "envelope"?}` in RFC 8785 form (what a resend
-/// repeats byte for byte).
-pub fn post_body(event: &Json, envelope: Option<&Json>) -> Vec<u8> {
-    let mut m = vec![("event".to_owned(), event.clone())];
-    if let Some(e) = envelope {
-        m.push(("envelope".to_owned(), e.clone()));
-    }
-    jcs::canonical_bytes(&Json::Object(m))
-}
+pub use crate::core::key_log::build::post_body;
 
 #[cfg(test)]
 mod tests {

@@ -160,8 +160,17 @@ pub struct Broken {
 }
 
 /// The records before an event, and whether their signatures are checked
-/// again when folded.
-struct Prefix<'a>(&'a [SealedKeyRecord], Signature);
+/// again when folded: what [`KeyState::check`] needs to decide a recovery's
+/// `supersedes`.
+pub struct Prefix<'a>(&'a [SealedKeyRecord], Signature);
+
+impl<'a> Prefix<'a> {
+    /// A served log's records (read from untrusted JSON: every signature is
+    /// checked when a prefix is folded).
+    pub fn served(records: &'a [SealedKeyRecord]) -> Prefix<'a> {
+        Prefix(records, Signature::Verify)
+    }
+}
 
 impl Earlier for Prefix<'_> {
     fn before(&self, index: u64) -> Option<(Option<KeyState>, String, bool, u64)> {

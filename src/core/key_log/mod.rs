@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod build;
 pub mod event;
 pub mod log;
 pub mod state;
@@ -33,7 +34,8 @@ mod tests;
 pub use event::{Change, KeyEvent, LastGood, RotationAuthority, Signatures, Supersedes};
 pub use log::{
     key_log_body, key_log_names, verify_key_log, Accepted, Broken, KeyLog, KeyLogFailure,
-    KeyLogReport, KeyRecord, Pin, PinCheck, SealedKeyRecord, Submission, WriteLookup, Writes,
+    KeyLogReport, KeyRecord, Pin, PinCheck, Prefix, SealedKeyRecord, Submission, WriteLookup,
+    Writes,
 };
 pub use state::{Dispute, Earlier, Epoch, KeyState, KeysSummary, PendingRecommit, PendingSummary};
 

@@ -24,8 +24,8 @@ use self_capsule::core::history::{self, Keyring, VerifyOptions};
 use self_capsule::core::jcs;
 use self_capsule::core::json::{self, Json, MAX_SAFE_INTEGER};
 use self_capsule::core::key_log::{
-    self as key_log, verify_key_log, Change, Digest, Earlier, KeyEvent, KeyState, LastGood, Pin,
-    PinCheck, RotationAuthority, SealedKeyRecord, Signatures, Supersedes,
+    self as key_log, verify_key_log, Change, Digest, KeyEvent, KeyState, LastGood, Pin, PinCheck,
+    Prefix, RotationAuthority, SealedKeyRecord, Supersedes,
 };
 use self_capsule::core::limits::{Tier, TierTable};
 use self_capsule::core::read_auth;
@@ -127,34 +127,6 @@ pub fn generate_seed() -> Result<String, Refusal> {
 pub fn identity(seed_hex: &str) -> Result<String, Refusal> {
     let key = key_of(seed_hex)?;
     text(&json!({"agent_id": key.agent_id().as_str(), "public_key": key.public_key().to_hex()}))
-}
-
-/// The PUT body for `capsule` at `seq`, signed with the seed's key.
-#[wasm_bindgen]
-pub fn sign_envelope(seed_hex: &str, seq: f64, capsule: &str) -> Result<String, Refusal> {
-    if !(seq.fract() == 0.0 && seq >= 0.0 && seq <= MAX_SAFE_INTEGER as f64) {
-        return Err(Refusal(format!(
-            "seq must be an integer from 0 to {MAX_SAFE_INTEGER}"
-        )));
-    }
-    let key = key_of(seed_hex)?;
-    text(&key.sign_envelope(seq as u64, &parse("the capsule", capsule)?))
-}
-
-/// The headers of a signed read of `url` (RFC 9421; lower-case names): a
-/// JSON object. A fresh nonce and `created` (now) every call.
-#[wasm_bindgen]
-pub fn sign_read(seed_hex: &str, method: &str, url: &str) -> Result<String, Refusal> {
-    let key = key_of(seed_hex)?;
-    let nonce =
-        read_auth::fresh_nonce().map_err(|e| Refusal(format!("no randomness for a nonce: {e}")))?;
-    let headers = read_auth::sign_read(&key, method, url, nonce)
-        .map_err(|e| Refusal(format!("cannot sign the read of {url}: {e}")))?;
-    let map: serde_json::Map<String, serde_json::Value> = headers
-        .into_iter()
-        .map(|(k, v)| (k, serde_json::Value::String(v)))
-        .collect();
-    text(&map)
 }
 
 /// Verifies an export bundle (export.json text) offline: the verify report
@@ -273,7 +245,6 @@ pub fn key_digest(seed_hex: &str) -> Result<String, Refusal> {
 /// A served keys.json, read and verified.
 struct Served {
     agent: AgentId,
-    keyring: Keyring,
     records: Vec<Json>,
     sealed: Vec<SealedKeyRecord>,
     report: key_log::KeyLogReport,
@@ -298,7 +269,6 @@ fn served(body: &str, keyring: &str, agent_id: &str, now_ms: u64) -> Result<Serv
         .collect();
     Ok(Served {
         agent,
-        keyring,
         records,
         sealed,
         report,
@@ -426,45 +396,6 @@ fn trusted(
     Ok((s, state))
 }
 
-/// The state before event `index` of a served log (a recovery's
-/// `supersedes`), folded by the core's verifier.
-struct ServedPrefix<'a> {
-    agent: &'a AgentId,
-    records: &'a [Json],
-    keyring: Option<&'a Keyring>,
-}
-
-impl Earlier for ServedPrefix<'_> {
-    fn before(&self, index: u64) -> Option<(Option<KeyState>, String, bool, u64)> {
-        let i = usize::try_from(index).ok()?;
-        let record = SealedKeyRecord::from_json(self.records.get(i)?).ok()?;
-        let at = self_capsule::core::time::parse_rfc3339(&record.accepted_at)?;
-        let (report, mut before) =
-            verify_key_log(self.agent, &self.records[..i], self.keyring?, at);
-        if !report.valid {
-            return None;
-        }
-        if let Some(s) = before.as_mut() {
-            s.settle(at);
-        }
-        let was_next = matches!(
-            KeyEvent::from_json(&record.event).map(|e| e.change),
-            Ok(Change::Rotation {
-                authority: RotationAuthority::Next,
-                ..
-            })
-        );
-        Some((before, record.seal.hash.clone(), was_next, at))
-    }
-}
-
-fn unsigned() -> Signatures {
-    Signatures {
-        revealed: None,
-        public: [0; 64],
-    }
-}
-
 /// `{"refused": {"status", "body"}}`: the service's refusal of `event`,
 /// decided here by the rules it applies (`KeyState::check`).
 fn refused(r: CoreRefusal) -> Result<String, Refusal> {
@@ -479,7 +410,7 @@ fn refused(r: CoreRefusal) -> Result<String, Refusal> {
 fn checked(
     state: Option<&KeyState>,
     event: KeyEvent,
-    earlier: &ServedPrefix<'_>,
+    earlier: &Prefix<'_>,
     now: u64,
 ) -> Result<String, Refusal> {
     if let Err(r) = KeyState::check(state, &event, now, earlier, Signature::Verify) {
@@ -554,26 +485,13 @@ pub fn inception_event(
                 ))
             })?,
     };
-    let event = KeyEvent {
-        agent_id: genesis.agent_id(),
-        index: 0,
-        previous_hash: None,
-        public_key: genesis.public_key(),
-        next_key_digest: Digest::of_key(&next.public_key()),
-        recovery_key_digest: recovery_digest(&opts, None)?,
-        change: Change::Inception {
-            recovery_window_sec: window,
-        },
-        signatures: unsigned(),
-    }
-    .sign(&genesis, None);
-    let agent = genesis.agent_id();
-    let none = ServedPrefix {
-        agent: &agent,
-        records: &[],
-        keyring: None,
-    };
-    checked(None, event, &none, now_of(now_ms))
+    let event = key_log::build::inception(
+        &genesis,
+        Digest::of_key(&next.public_key()),
+        recovery_digest(&opts, None)?,
+        window,
+    );
+    checked(None, event, &Prefix::served(&[]), now_of(now_ms))
 }
 
 /// A rotation of the served log's agent (`keys_body`: keys.json as served,
@@ -662,28 +580,19 @@ pub fn rotation_event(
         RotationAuthority::Next => state.recovery_key_digest,
         RotationAuthority::Recovery => None,
     };
-    let event = KeyEvent {
-        agent_id: s.agent.clone(),
-        index: state.length,
-        previous_hash: Some(state.head_hash.clone()),
-        public_key: current.public_key(),
-        next_key_digest: Digest::of_key(&new_next.public_key()),
-        recovery_key_digest: recovery_digest(&opts, carried)?,
-        change: Change::Rotation {
+    let event = key_log::build::rotation(
+        &state,
+        key_log::build::Rotation {
             authority,
-            revealed_key: revealed.public_key(),
+            revealed: &revealed,
+            current: &current,
+            next: Digest::of_key(&new_next.public_key()),
+            recovery: recovery_digest(&opts, carried)?,
             supersedes,
             disputes_after,
         },
-        signatures: unsigned(),
-    }
-    .sign(&current, Some(&revealed));
-    let earlier = ServedPrefix {
-        agent: &s.agent,
-        records: &s.records,
-        keyring: Some(&s.keyring),
-    };
-    checked(Some(&state), event, &earlier, now)
+    );
+    checked(Some(&state), event, &Prefix::served(&s.sealed), now)
 }
 
 /// A recommit: the current key (`current_seed`) replaces the commitments
@@ -708,23 +617,13 @@ pub fn recommit_event(
     let opts = options(opts)?;
     let current = key_of(current_seed)?;
     let new_next = key_of(new_next_seed)?;
-    let event = KeyEvent {
-        agent_id: s.agent.clone(),
-        index: state.length,
-        previous_hash: Some(state.head_hash.clone()),
-        public_key: current.public_key(),
-        next_key_digest: Digest::of_key(&new_next.public_key()),
-        recovery_key_digest: recovery_digest(&opts, state.recovery_key_digest)?,
-        change: Change::Recommit,
-        signatures: unsigned(),
-    }
-    .sign(&current, None);
-    let earlier = ServedPrefix {
-        agent: &s.agent,
-        records: &s.records,
-        keyring: Some(&s.keyring),
-    };
-    checked(Some(&state), event, &earlier, now)
+    let event = key_log::build::recommit(
+        &state,
+        &current,
+        Digest::of_key(&new_next.public_key()),
+        recovery_digest(&opts, state.recovery_key_digest)?,
+    );
+    checked(Some(&state), event, &Prefix::served(&s.sealed), now)
 }
 
 /// Refuses when the caller's current key (`outgoing`) is not the log's.
@@ -782,8 +681,16 @@ mod tests {
     fn signed_reads_verify_with_the_services_verifier() {
         let seed = hex::encode([7u8; 32]);
         let url = "https://self.example/self/aa/capsule.json";
-        let h: serde_json::Value =
-            serde_json::from_str(&sign_read(&seed, "GET", url).unwrap()).unwrap();
+        let h: serde_json::Value = serde_json::from_str(
+            &sign_read_as(
+                &seed,
+                &key_of(&seed).unwrap().agent_id().to_string(),
+                "GET",
+                url,
+            )
+            .unwrap(),
+        )
+        .unwrap();
         let lookup = |name: &str| h[name].as_str().map(str::to_string);
         let req = read_auth::SignedRead {
             method: "GET",
@@ -802,9 +709,10 @@ mod tests {
     fn seeds_and_seqs_are_checked() {
         assert!(identity("00").is_err());
         let seed = hex::encode([1u8; 32]);
-        assert!(sign_envelope(&seed, 1.5, "{}").is_err());
-        assert!(sign_envelope(&seed, -1.0, "{}").is_err());
-        assert!(sign_envelope(&seed, 2.0, "{}")
+        let agent = key_of(&seed).unwrap().agent_id().to_string();
+        assert!(sign_envelope_as(&seed, &agent, 1.5, "{}").is_err());
+        assert!(sign_envelope_as(&seed, &agent, -1.0, "{}").is_err());
+        assert!(sign_envelope_as(&seed, &agent, 2.0, "{}")
             .unwrap()
             .contains(r#""seq":2"#));
         let actions: Vec<String> =
