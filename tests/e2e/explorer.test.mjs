@@ -447,8 +447,11 @@ test("an agent whose key leaked: the key log is shown, the thief's version is ma
   assert.match(thief.title, /disputed/);
   assert.match((await entryAt(2)).cls, /\bok\b/);
   assert.deepEqual(await axeViolations(), []);
-  // An agent without a key log shows no such section.
-  await page.goto(`${origin}/explorer?agent=${owner.id}`);
+  // An agent without a key log shows no such section. (The CLI's owner
+  // has one: a new identity's first publish carries its inception.)
+  const plain = newAgent();
+  assert.equal((await publish(w, plain, 1, exampleCapsule(plain.agentId))).status, 200);
+  await page.goto(`${origin}/explorer?agent=${plain.agentId}`);
   await waitForVerdict(/./);
   assert.equal(await page.locator("#keys-section").isHidden(), true);
 });
