@@ -252,6 +252,21 @@ never reused for a different capsule."
         #[command(flatten)]
         out: JsonOut,
     },
+    /// An agent's projected watch feed (Pro; docs/PROTOCOL.md §15): its head
+    /// (default), latest items, or digest, as JSON.
+    Feed {
+        /// Another agent (default: this identity).
+        agent_id: Option<String>,
+        /// The projected items (a ddv1 feed) instead of the head.
+        #[arg(long, conflicts_with = "digest")]
+        latest: bool,
+        /// Counts per selected source instead of the head.
+        #[arg(long)]
+        digest: bool,
+        /// With --latest: only what is new since this watch_cursor.
+        #[arg(long, requires = "latest")]
+        since: Option<String>,
+    },
     /// Fetch capsule.json (exact canonical bytes, checked against the ETag).
     Get {
         /// Another agent (default: this identity).
@@ -427,6 +442,12 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Publish { force, write, out } => publish::publish(g, force, &write, out),
         Command::Head { agent_id, out } => read::head(g, agent_id.as_deref(), out),
         Command::Get { agent_id, pretty } => read::get(g, agent_id.as_deref(), pretty),
+        Command::Feed {
+            agent_id,
+            latest,
+            digest,
+            since,
+        } => read::feed(g, agent_id.as_deref(), latest, digest, since.as_deref()),
         Command::Rehydrate { format, json } => read::rehydrate(g, format, json),
         Command::Watch(args) => watch::run(g, args),
         Command::History {

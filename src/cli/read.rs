@@ -1,12 +1,14 @@
 //! Reading the current capsule: `head` (the cheap poll), `get` (the exact
-//! served bytes) and `rehydrate` (local first, for a restart). Status lines
-//! go to stderr, so stdout is only the data.
+//! served bytes) and `rehydrate` (local first, for a restart); and `feed`,
+//! an agent's projected watch feed. Status lines go to stderr, so stdout is
+//! only the data.
 
 use crate::cli::print::{emit, emit_bytes, print_json};
 use crate::cli::{agent_arg, client, reader_client, Global, JsonOut, RenderFormat};
 use crate::client::{Error, HeadOutcome, Side};
 use crate::core::jcs::{self, CURSOR_PREFIX};
 use crate::core::render::{self, Format};
+use crate::core::urls::FeedDoc;
 
 /// `head [AGENT_ID]`: "unchanged" on a 304 against the stored ETag, else
 /// the new head (seq, cursor, write quota).
@@ -60,6 +62,25 @@ pub(crate) fn get(g: &Global, agent_id: Option<&str>, pretty: bool) -> Result<()
         emit_bytes(&bytes);
     }
     eprintln!("selfcap: {}", f.cursor);
+    Ok(())
+}
+
+/// `feed`: one document of a projected watch feed, printed as JSON.
+pub(crate) fn feed(
+    g: &Global,
+    agent_id: Option<&str>,
+    latest: bool,
+    digest: bool,
+    since: Option<&str>,
+) -> Result<(), Error> {
+    let agent = agent_arg(agent_id)?;
+    let c = reader_client(g, agent.as_ref())?;
+    let doc = match (latest, digest) {
+        (true, _) => FeedDoc::Latest,
+        (_, true) => FeedDoc::Digest,
+        _ => FeedDoc::Head,
+    };
+    print_json(&c.feed(agent.as_ref(), doc, since)?);
     Ok(())
 }
 

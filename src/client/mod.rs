@@ -35,6 +35,7 @@ pub mod access;
 pub mod backoff;
 pub mod error;
 mod exchange;
+mod feed;
 pub mod http;
 pub mod identity;
 pub mod import;

@@ -13,6 +13,9 @@ import { startWorker, BASE } from "./harness.mjs";
 import { exampleCapsule, jcs, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
 import { claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars, DAY } from "./upgrade-helpers.mjs";
 import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
+import { exits, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CRON = "*/5 * * * *";
@@ -220,6 +223,29 @@ test("upstream down: the last snapshot is served, marked stale; malformed keeps 
   await fixture.up();
   await scheduled();
   assert.equal((await get("head", cloud.agentId)).json.world.stale, false);
+});
+
+test("selfcap feed reads the head, latest (and since) and digest; a free agent's refusal is said with its code", async () => {
+  requireSelfcap();
+  const selfcap = selfcapIn(mkdtempSync(path.join(tmpdir(), "selfcap-feed-")));
+  const url = new URL(w.origin).origin;
+  const run = (args) => selfcap(["--url", url, "feed", ...args]);
+  const served = (await get("head", cloud.agentId)).json;
+  const head = JSON.parse(exits(await run([cloud.agentId]), 0, "feed").stdout);
+  assert.equal(head.cursor, served.cursor);
+  assert.deepEqual(head.sources_included, served.sources_included);
+  const latest = JSON.parse(exits(await run([cloud.agentId, "--latest"]), 0, "feed --latest").stdout);
+  assert.equal(latest.cursor, served.cursor);
+  const none = JSON.parse(exits(await run([cloud.agentId, "--latest", "--since", served.cursor]), 0, "since").stdout);
+  assert.equal(none.since, served.cursor);
+  assert.equal(none.buckets.items.length, 0);
+  const digest = JSON.parse(exits(await run([cloud.agentId, "--digest"]), 0, "feed --digest").stdout);
+  assert.deepEqual(digest.sources.map((s) => s.source_id), served.sources_included);
+  const free = await agentWith({ tags: ["cloud-status"] }, { pro: false });
+  const r = await run([free.agentId]);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /watch_requires_pro/);
+  assert.doesNotMatch(r.stderr, /panicked/);
 });
 
 test("every refusal: bad query, bad id, unknown agent, private capsule, lapsed plan, no upstream, none read yet", async () => {
