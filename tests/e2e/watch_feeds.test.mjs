@@ -13,7 +13,8 @@ import { startWorker, BASE } from "./harness.mjs";
 import { exampleCapsule, jcs, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
 import { claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars, DAY } from "./upgrade-helpers.mjs";
 import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
-import { exits, requireSelfcap, selfcapIn } from "./cli-helpers.mjs";
+import { exits, requireSelfcap, selfcapIn, SELFCAP_BIN } from "./cli-helpers.mjs";
+import { mcpSession } from "./mcp-helpers.mjs";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 
@@ -246,6 +247,33 @@ test("selfcap feed reads the head, latest (and since) and digest; a free agent's
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /watch_requires_pro/);
   assert.doesNotMatch(r.stderr, /panicked/);
+});
+
+test("MCP self_feed through a real MCP client: head, latest since, digest; a free agent's refusal is a tool error", async () => {
+  requireSelfcap();
+  const home = mkdtempSync(path.join(tmpdir(), "selfcap-feed-mcp-"));
+  const s = await mcpSession(SELFCAP_BIN, { SELFCAP_HOME: home, SELFCAP_URL: new URL(w.origin).origin });
+  try {
+    const names = (await s.client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes("self_feed"));
+    const served = (await get("head", cloud.agentId)).json;
+    const head = await s.call("self_feed", { agent_id: cloud.agentId });
+    assert.equal(head.isError, false, JSON.stringify(head.body));
+    assert.equal(head.body.cursor, served.cursor);
+    const fresh = await s.call("self_feed", { agent_id: cloud.agentId, doc: "latest", since: served.cursor });
+    assert.equal(fresh.isError, false, JSON.stringify(fresh.body));
+    assert.equal(fresh.body.since, served.cursor);
+    const digest = await s.call("self_feed", { agent_id: cloud.agentId, doc: "digest" });
+    assert.deepEqual(digest.body.sources.map((x) => x.source_id), served.sources_included);
+    const bad = await s.call("self_feed", { agent_id: cloud.agentId, doc: "head", since: served.cursor });
+    assert.equal(bad.isError, true, "since only with latest");
+    const free = await agentWith({ tags: ["cloud-status"] }, { pro: false });
+    const refused = await s.call("self_feed", { agent_id: free.agentId });
+    assert.equal(refused.isError, true);
+    assert.match(JSON.stringify(refused.body), /watch_requires_pro/);
+  } finally {
+    await s.close();
+  }
 });
 
 test("every refusal: bad query, bad id, unknown agent, private capsule, lapsed plan, no upstream, none read yet", async () => {

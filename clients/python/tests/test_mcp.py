@@ -23,6 +23,7 @@ TOOLS = {
     "self_upgrade",
     "self_keys",
     "self_rotate",
+    "self_feed",
 }
 
 

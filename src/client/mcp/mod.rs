@@ -106,6 +106,7 @@ impl ToolHost {
             Call::Upgrade { action, plan } => self.upgrade(action, plan),
             Call::Keys { agent } => self.keys(agent),
             Call::Rotate => self.rotate(),
+            Call::Feed { agent, doc, since } => self.feed(agent, doc, since),
             // Not offered at this door (Tool::at refused it above).
             Call::Submit { .. } => Ok(results::error(
                 "unknown_tool",

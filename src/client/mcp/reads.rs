@@ -104,3 +104,22 @@ impl ToolHost {
         }
     }
 }
+
+impl ToolHost {
+    /// `self_feed`: one document of a projected watch feed, as served (a
+    /// refusal such as `watch_requires_pro` is the tool's error with its
+    /// code and what to do).
+    pub(super) fn feed(
+        &self,
+        agent: Option<AgentId>,
+        doc: crate::core::urls::FeedDoc,
+        since: Option<String>,
+    ) -> Result<Answer, Error> {
+        let (c, target, _) = match self.reader(agent) {
+            Ok(x) => x,
+            Err(a) => return Ok(a),
+        };
+        let body = c.feed(Some(&target), doc, since.as_deref())?;
+        Ok(Answer::ok(super::to_value(&body)))
+    }
+}

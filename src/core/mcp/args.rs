@@ -89,6 +89,15 @@ pub enum Call {
     },
     /// `self_rotate`.
     Rotate,
+    /// `self_feed`.
+    Feed {
+        /// `None`: the caller's own.
+        agent: Option<AgentId>,
+        /// Which document.
+        doc: crate::core::urls::FeedDoc,
+        /// With latest: only what is new since this cursor.
+        since: Option<String>,
+    },
     /// `self_submit`.
     Submit {
         /// The signed envelope as given.
@@ -202,6 +211,30 @@ impl Call {
             Tool::Rotate => {
                 a.only(&[])?;
                 Call::Rotate
+            }
+            Tool::Feed => {
+                use crate::core::urls::FeedDoc;
+                a.only(&["agent_id", "doc", "since"])?;
+                let doc = match a.string("doc", 16)?.as_deref() {
+                    None | Some("head") => FeedDoc::Head,
+                    Some("latest") => FeedDoc::Latest,
+                    Some("digest") => FeedDoc::Digest,
+                    Some(_) => return Err(bad("doc", "expected head, latest or digest")),
+                };
+                let since = match a.string("since", 80)? {
+                    None => None,
+                    Some(c) if doc == FeedDoc::Latest => {
+                        Some(crate::core::jcs::normalize_cursor(&c).ok_or_else(|| {
+                            bad("since", "expected a watch_cursor (sha256:<hex>)")
+                        })?)
+                    }
+                    Some(_) => return Err(bad("since", "only with doc latest")),
+                };
+                Call::Feed {
+                    agent: a.agent(agent_required)?,
+                    doc,
+                    since,
+                }
             }
             Tool::Subscribe => {
                 a.only(&["agent_id", "etag"])?;
