@@ -217,16 +217,8 @@ const NOT_ON_PUT: &[&str] = &[
     "snapshot_not_found",
     "bad_query",
     "websocket_required",
-    // The key log's own codes answer only a key event (POST keys.json);
+    // The key log's own codes (KEY_EVENT_ONLY) answer only a key event;
     // key_rotated answers a PUT, a key event and signed reads.
-    "bad_key_event",
-    "key_event_stale",
-    "rotation_not_committed",
-    "recovery_window_closed",
-    "recommit_pending",
-    "key_reused",
-    "commitment_reused",
-    "key_log_full",
     // The upgrade's codes answer only quote and claim.
     "bad_upgrade_request",
     "unsupported_plan",
@@ -495,7 +487,7 @@ fn put_codes() -> BTreeSet<String> {
     ReasonCode::ALL
         .iter()
         .map(|c| c.as_str().to_owned())
-        .filter(|c| !NOT_ON_PUT.contains(&c.as_str()))
+        .filter(|c| !NOT_ON_PUT.contains(&c.as_str()) && !KEY_EVENT_ONLY.contains(&c.as_str()))
         .collect()
 }
 
