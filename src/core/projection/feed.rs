@@ -241,13 +241,7 @@ pub fn project(watch: &Watch, world: &WorldPointer, stacks: &Stacks) -> Projecti
     let resolved = resolve(watch, &world.catalog(), stacks);
     let now = world.cursors();
     let cursor = watch_cursor(&pairs(&resolved, &now));
-    // Before the last change: the previous cursors where known, else the
-    // current ones (a source that appeared since has no earlier cursor).
-    let mut before = now.clone();
-    for (id, c) in &world.prev {
-        before.insert(id.clone(), c.clone());
-    }
-    let prev_cursor = watch_cursor(&pairs(&resolved, &before));
+    let prev_cursor = watch_cursor(&pairs(&resolved, &world.cursors_before()));
     let stale_source = resolved
         .sources
         .iter()
@@ -288,13 +282,7 @@ impl Projection {
         match since {
             None => Ok(Since::Whole),
             Some(c) if c == self.cursor => Ok(Since::Nothing),
-            Some(c) if c == self.prev_cursor => {
-                let mut before = world.cursors();
-                for (id, c) in &world.prev {
-                    before.insert(id.clone(), c.clone());
-                }
-                Ok(Since::Changes(before))
-            }
+            Some(c) if c == self.prev_cursor => Ok(Since::Changes(world.cursors_before())),
             Some(_) => Err(Refusal::new(
                 ReasonCode::CursorNotFound,
                 "since is neither this projection's cursor nor the one before the world's last change: read latest without since",

@@ -110,6 +110,17 @@ impl WorldPointer {
         )
     }
 
+    /// The sources' cursors before the world's last change: the previous
+    /// cursor where one is known, else the current one (a source that
+    /// appeared since has no earlier cursor).
+    pub fn cursors_before(&self) -> BTreeMap<String, Option<String>> {
+        let mut before = self.cursors();
+        for (id, c) in &self.prev {
+            before.insert(id.clone(), c.clone());
+        }
+        before
+    }
+
     /// The catalog as the snapshot holds it (what a watch resolves against).
     pub fn catalog(&self) -> Catalog {
         Catalog {

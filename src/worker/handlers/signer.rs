@@ -95,9 +95,10 @@ async fn speaks_for(env: &Env, reader: &Reader) -> Result<(), Failure> {
     }
 }
 
-/// The current key of `agent`'s key log, from its record (`None`: no log,
-/// or no record).
-async fn current_key(kv: &Kv, agent: &AgentId) -> Result<Option<String>, Failure> {
+/// The current key of `agent`'s key log, from its record in KV (`None`: no
+/// log, or no record). Also what tells the write handler that an agent may
+/// sign with a key other than its genesis key.
+pub async fn current_key(kv: &Kv, agent: &AgentId) -> Result<Option<String>, Failure> {
     #[derive(serde::Deserialize)]
     struct Peek {
         #[serde(default)]

@@ -12,7 +12,6 @@ use crate::core::crypto::AgentId;
 use crate::core::limits::MAX_BODY_BYTES;
 use crate::core::quota::ip_bucket;
 use crate::core::reason::ReasonCode;
-use crate::core::record::kv_key;
 use crate::core::write::{self, DecisionLog, Rejection, Signer};
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
@@ -73,7 +72,9 @@ pub async fn write(
     // key's first write the same way; the client's retry then succeeds).
     if let Err(rej) = write::precheck(&bytes, agent, Signer::Genesis) {
         let rotated = rej.reason_codes == [ReasonCode::BadSignature]
-            && has_key_log(env, agent).await?
+            && super::signer::current_key(&Kv::of(env)?, agent)
+                .await?
+                .is_some()
             && write::precheck(&bytes, agent, Signer::KeyLog).is_ok();
         if !rotated {
             let len = bytes.len() as u64;
@@ -98,19 +99,6 @@ pub async fn write(
         }
     }
     Ok(relayed)
-}
-
-/// Whether the agent's record in KV shows a key log.
-async fn has_key_log(env: &Env, agent: &AgentId) -> Result<bool, Failure> {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        #[serde(default)]
-        keys: Option<serde::de::IgnoredAny>,
-    }
-    let raw = Kv::of(env)?.text(&kv_key(agent)).await?;
-    Ok(raw
-        .and_then(|r| serde_json::from_str::<Peek>(&r).ok())
-        .is_some_and(|p| p.keys.is_some()))
 }
 
 /// One PUT.

@@ -121,10 +121,10 @@ impl AgentDO {
         let index = record.event.get("index").and_then(|i| i.as_safe_u64());
         key_log.push((*record).clone(), (*key_state).clone());
         state.keys = Some(key_state.summary(call.now_ms));
+        // The same text in the object's storage and in KV (keys.json's records).
         let log_text = key_log.stored_text();
-        let doc = log_text.clone();
         let mut mirror: Mirror = parse(MIRROR_KEY, mirror_text)?.unwrap_or_default();
-        let mut puts = vec![(KEY_LOG_KEY.to_owned(), log_text)];
+        let mut puts = Vec::new();
         let mut deletes = Vec::new();
         let mut accepted_write = None;
         match write {
@@ -144,7 +144,7 @@ impl AgentDO {
                 let entry = sealed.entry.stored_text();
                 let index_text = serde_json::to_string(&sealed.history)?;
                 let record_text = serde_json::to_string(&sealed.record)?;
-                mirror.push_key_log(agent, &doc);
+                mirror.push_key_log(agent, &log_text);
                 mirror.push_commit(&Commit {
                     agent,
                     sequence,
@@ -174,9 +174,10 @@ impl AgentDO {
                     .record(agent, &cfg.tiers, call.now_ms)
                     .map(|r| serde_json::to_string(&r))
                     .transpose()?;
-                mirror.push_key_event(agent, &doc, record.as_deref(), index_text.as_deref());
+                mirror.push_key_event(agent, &log_text, record.as_deref(), index_text.as_deref());
             }
         }
+        puts.push((KEY_LOG_KEY.to_owned(), log_text));
         puts.push((STATE_KEY.to_owned(), serde_json::to_string(&state)?));
         puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?));
         commit_atomic(
