@@ -70,6 +70,7 @@ function ours() {
       TAGS_DO: { className: "TagsDO", useSQLite: true },
       PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
       NONCE_DO: { className: "NonceDO", useSQLite: true },
+      FEED_DO: { className: "FeedDO", useSQLite: true },
     },
     bindings: {
       FREE_WRITES_PER_24H: "1000000000",

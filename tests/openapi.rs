@@ -62,6 +62,8 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     // (added where the table is read).
     ("watch/latest", FEED_LATEST_STATUSES, FEED_CODES),
     ("watch/digest", FEED_STATUSES, FEED_CODES),
+    // The projected head's WebSocket: the head's refusals before the upgrade.
+    ("watch/socket", FEED_SOCKET_STATUSES, FEED_SOCKET_CODES),
 ];
 
 // 403: key_rotated, a signed read by a key the reader's own key log rotated out.
@@ -71,6 +73,9 @@ const KEYS_STATUSES: &[u16] = &[200, 304, 503];
 const WATCH_STATUSES: &[u16] = &[101, 400, 401, 403, 426, 503];
 // 402: watch_requires_pro, a free agent's feed (with where to upgrade).
 const FEED_STATUSES: &[u16] = &[200, 304, 400, 401, 402, 403, 404, 503];
+/// The projected head's socket: 101 instead of 200/304, and 426 without an
+/// upgrade.
+const FEED_SOCKET_STATUSES: &[u16] = &[101, 400, 401, 402, 403, 404, 426, 503];
 /// latest also takes `since`, which may be gone (410).
 const FEED_LATEST_STATUSES: &[u16] = &[200, 304, 400, 401, 402, 403, 404, 410, 503];
 const PUT_STATUSES: &[u16] = &[200, 400, 401, 403, 409, 413, 422, 429, 503];
@@ -113,6 +118,22 @@ const WATCH_CODES: &[&str] = &[
 /// content, read as the capsule is, §12), the capsule, its watch and tier,
 /// the world snapshot.
 const FEED_CODES: &[&str] = &[
+    "bad_query",
+    "bad_agent_id",
+    "watch_not_configured",
+    "read_signature_invalid",
+    "read_signature_expired",
+    "read_signature_replayed",
+    "key_rotated",
+    "capsule_not_found",
+    "watch_not_set",
+    "watch_requires_pro",
+    "upstream_unavailable",
+    "service_unavailable",
+];
+/// The feed's codes and `websocket_required`.
+const FEED_SOCKET_CODES: &[&str] = &[
+    "websocket_required",
     "bad_query",
     "bad_agent_id",
     "watch_not_configured",

@@ -310,8 +310,10 @@ pub struct Receipt {
 }
 
 /// The optional `watch` object: what the agent monitors. Selection only: the service never
-/// interprets it and the rehydration block marks it as not instructions.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+/// interprets it and the rehydration block marks it as not instructions. Deserialized only
+/// from the service's own calls (a feed object is handed the watch its read admitted);
+/// capsules are read through `validate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 pub struct Watch {
     /// At most 10 tags, each 1-24 chars.
     #[serde(skip_serializing_if = "Option::is_none")]

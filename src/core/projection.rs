@@ -30,6 +30,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub mod feed;
+pub mod push;
 
 /// The cursor's basis, so a future definition cannot collide with this one.
 pub const BASIS: &str = "watch_v1";

@@ -31,6 +31,10 @@ pub const FEED_PATHS: [(FeedDoc, &str); 3] = [
     (FeedDoc::Digest, "/api/v1/watch/digest"),
 ];
 
+/// Path of a WebSocket of an agent's projected head (`?agent_id=…`, §15):
+/// every frame is the head `FEED_PATHS`' head answers, sent when it moves.
+pub const FEED_SOCKET_PATH: &str = "/api/v1/watch/socket";
+
 /// A document of a projected watch feed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FeedDoc {
@@ -248,6 +252,9 @@ pub enum Route<'a> {
     Mcp,
     /// `GET /api/v1/watch/{head,latest,digest}?agent_id=…`.
     Feed(FeedDoc),
+    /// `GET /api/v1/watch/socket?agent_id=…`: a WebSocket of the projected
+    /// head.
+    FeedSocket,
     /// `GET /self/{id}/watch`: a WebSocket of the agent's heads; `raw_id`
     /// as for [`Route::Agent`].
     Watch {
@@ -295,6 +302,9 @@ pub enum Action<'a> {
     Claim,
     /// `POST` one MCP message.
     Mcp,
+    /// Open a watch of an agent's projected head (the WebSocket upgrade
+    /// and the query are checked by the handler).
+    FeedSocket,
     /// Serve a projected watch feed document (`head_only` for `HEAD`).
     Feed {
         /// Which document.
@@ -348,6 +358,9 @@ impl<'a> Route<'a> {
         if let Some((doc, _)) = FEED_PATHS.iter().find(|(_, p)| *p == path) {
             return Route::Feed(*doc);
         }
+        if path == FEED_SOCKET_PATH {
+            return Route::FeedSocket;
+        }
         let Some(rest) = PREFIXES.iter().find_map(|p| path.strip_prefix(p)) else {
             return Route::NotFound;
         };
@@ -369,7 +382,7 @@ impl<'a> Route<'a> {
             Route::Agent { doc, .. } => Some(doc.allow()),
             Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp => Some(ALLOW_POST),
             Route::Keys | Route::Feed(_) => Some(ALLOW_READ),
-            Route::Watch { .. } => Some(ALLOW_WATCH),
+            Route::Watch { .. } | Route::FeedSocket => Some(ALLOW_WATCH),
             Route::NotFound => None,
         }
     }
@@ -398,12 +411,14 @@ impl<'a> Route<'a> {
             Route::Mcp if method == Method::Post => Action::Mcp,
             Route::Keys if method.is_read() => Action::Keys { head_only },
             Route::Feed(doc) if method.is_read() => Action::Feed { doc, head_only },
+            Route::FeedSocket if method == Method::Get => Action::FeedSocket,
             Route::Bootstrap
             | Route::Quote
             | Route::Claim
             | Route::Mcp
             | Route::Keys
-            | Route::Feed(_) => not_allowed,
+            | Route::Feed(_)
+            | Route::FeedSocket => not_allowed,
             Route::Watch { raw_id } => {
                 if method != Method::Get {
                     return not_allowed;
@@ -462,6 +477,7 @@ pub fn templates() -> Vec<(String, &'static str)> {
     for (_, p) in FEED_PATHS {
         out.push((p.to_owned(), ALLOW_READ));
     }
+    out.push((FEED_SOCKET_PATH.to_owned(), ALLOW_WATCH));
     out
 }
 

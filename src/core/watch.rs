@@ -45,6 +45,10 @@ pub enum Close {
     Binary,
     /// A text message other than [`PING`].
     NotPing,
+    /// A projected feed's watcher whose agent no longer has a `watch`.
+    WatchNotSet,
+    /// A projected feed's watcher whose agent's plan lapsed.
+    WatchRequiresPro,
 }
 
 impl Close {
@@ -53,7 +57,8 @@ impl Close {
     pub fn code(self) -> u16 {
         match self {
             Close::TooManyWatchers | Close::TooManyFromAddress => 4429,
-            Close::NotReadable => 4404,
+            Close::NotReadable | Close::WatchNotSet => 4404,
+            Close::WatchRequiresPro => 4402,
             Close::TooBig => 1009,
             Close::Binary => 1003,
             Close::NotPing => 1008,
@@ -71,6 +76,8 @@ impl Close {
             Close::TooBig => "message too big: watchers send only \"ping\"",
             Close::Binary => "binary message: watchers send only \"ping\"",
             Close::NotPing => "watchers send only \"ping\"",
+            Close::WatchNotSet => "watch_not_set",
+            Close::WatchRequiresPro => "watch_requires_pro",
         }
     }
 }

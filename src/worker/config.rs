@@ -34,6 +34,9 @@ pub const TAGS_DO_BINDING: &str = "TAGS_DO";
 pub const PAYMENT_DO_BINDING: &str = "PAYMENT_DO";
 /// One object per reader (agent id): the nonces of its signed reads.
 pub const NONCE_DO_BINDING: &str = "NONCE_DO";
+/// The feed objects (`core::projection::push::shard_of`): watchers and
+/// long-polls of projected heads.
+pub const FEED_DO_BINDING: &str = "FEED_DO";
 /// Var naming the service's public origin (`https://host[:port]`), which
 /// bootstrap builds its absolute URLs on.
 pub const PUBLIC_ORIGIN_VAR: &str = "SELFCAP_PUBLIC_ORIGIN";

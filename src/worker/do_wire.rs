@@ -17,9 +17,12 @@
 //! | [`TagAsk`]           | the agent object| the tag book of one price |
 //! | [`PaymentBind`]      | the agent object| the record of one payment |
 //! | [`NonceCheck`]       | a signed read   | the nonce book of its reader |
+//! | [`feed::FeedCall`]   | the feed handler, the world refresh, an agent object | a feed object |
 //!
 //! The objects are not reachable from outside the Worker, so they trust
 //! these headers (the agent and "now" in particular).
+
+pub mod feed;
 
 use super::body;
 use super::clock;

@@ -83,7 +83,7 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
         return;
     };
     let refreshed = match kv::Kv::of(&env) {
-        Ok(kv) => world::refresh(&kv, upstream, clock::system_now_ms()).await,
+        Ok(kv) => world::refresh(&env, &kv, upstream, clock::system_now_ms()).await,
         Err(e) => Err(e),
     };
     if let Err(e) = refreshed {

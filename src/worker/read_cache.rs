@@ -27,7 +27,7 @@
 
 use crate::core::conditional::{etag_of_header, READ_CACHE_CONTROL};
 use crate::core::crypto::AgentId;
-use crate::core::urls::Doc;
+use crate::core::urls::{Doc, FeedDoc};
 use crate::worker::clock::TEST_NOW_HEADER;
 use crate::worker::request::Incoming;
 use futures_util::future::join_all;
@@ -111,13 +111,19 @@ pub async fn store(key: &str, kept: &Kept, seq: u64, answer: Response) {
     let _ = Cache::default().put(key, answer).await;
 }
 
-/// After a write this location accepted: its copies of the agent's head and
-/// capsule are replaced by a marker of the new seq, so the next read goes to
+/// After a write this location accepted: its copies of the agent's head,
+/// capsule and projected head (a commit can change the watch) are replaced
+/// by a marker of the new seq, so the next read goes to
 /// KV, and what it reads is kept only once KV has the write (at once when
 /// the mirror succeeded; after the object's alarm repairs it otherwise).
-/// Both markers are put concurrently: the write's answer waits for them.
+/// The markers are put concurrently: the write's answer waits for them.
 pub async fn written(agent: &AgentId, seq: u64) {
-    join_all([Doc::Head, Doc::Capsule].map(|doc| async move {
+    let keys = [
+        key_of(agent, &Doc::Head),
+        key_of(agent, &Doc::Capsule),
+        feed_key_of(agent),
+    ];
+    join_all(keys.map(|key| async move {
         let headers = Headers::new();
         let _ = headers.set(WRITTEN_SEQ_HEADER, &seq.to_string());
         let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);
@@ -125,17 +131,77 @@ pub async fn written(agent: &AgentId, seq: u64) {
             return;
         };
         let _ = Cache::default()
-            .put(key_of(agent, &doc), marker.with_headers(headers))
+            .put(key, marker.with_headers(headers))
             .await;
     }))
     .await;
 }
 
-/// Drops this location's copies of the agent's head and capsule (after an
-/// upgrade claim, which changes the head but not the seq).
+/// Drops this location's copies of the agent's head, capsule and projected
+/// head (after a key event or an upgrade claim, which change the head but
+/// not the seq; a claim also changes who gets a projected feed).
 pub async fn purge(agent: &AgentId) {
-    join_all([Doc::Head, Doc::Capsule].map(|doc| async move {
-        let _ = Cache::default().delete(key_of(agent, &doc), false).await;
+    let keys = [
+        key_of(agent, &Doc::Head),
+        key_of(agent, &Doc::Capsule),
+        feed_key_of(agent),
+    ];
+    join_all(keys.map(|key| async move {
+        let _ = Cache::default().delete(key, false).await;
     }))
     .await;
+}
+
+/// Where the location keeps the world snapshot's pointer (§15): every
+/// projected read starts from it, so one KV read a minute per location
+/// serves them all. The refresh that stores a new one replaces it here at
+/// once; other locations see it within `max-age`, as KV would show it.
+fn world_key() -> String {
+    format!("{KEY_ORIGIN}/api/v1/watch/world")
+}
+
+/// The pointer's text this location keeps, if any.
+pub async fn world_lookup() -> Option<String> {
+    let cache = location_cache()?;
+    let found = JsFuture::from(cache.match_with_str(&world_key()))
+        .await
+        .ok()?;
+    let hit: web_sys::Response = found.dyn_into().ok()?;
+    let text = JsFuture::from(hit.text().ok()?).await.ok()?;
+    text.as_string()
+}
+
+/// Keeps the pointer's text for `max-age`.
+pub async fn world_store(text: &str) {
+    let headers = Headers::new();
+    let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);
+    let Ok(resp) = Response::ok(text) else {
+        return;
+    };
+    let _ = Cache::default()
+        .put(world_key(), resp.with_headers(headers))
+        .await;
+}
+
+/// The key of an agent's projected head (public capsules only, as for
+/// head.json; `None` with the test clock).
+pub fn feed_key(req: &Incoming, agent: &AgentId, test_clock: bool) -> Option<String> {
+    if test_clock && req.headers().has(TEST_NOW_HEADER).unwrap_or(true) {
+        return None;
+    }
+    Some(feed_key_of(agent))
+}
+
+fn feed_key_of(agent: &AgentId) -> String {
+    format!("{KEY_ORIGIN}{}?agent_id={agent}", FeedDoc::Head.path())
+}
+
+/// The header a kept projected head carries: the snapshot it was made of
+/// (`WorldPointer::version`), so a location that has a newer pointer never
+/// answers from an older projection.
+pub const WORLD_VERSION_HEADER: &str = "X-Selfcap-World";
+
+/// The snapshot a kept answer was made of.
+pub fn world_of(answer: &web_sys::Response) -> Option<String> {
+    answer.headers().get(WORLD_VERSION_HEADER).ok().flatten()
 }

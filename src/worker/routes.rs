@@ -44,7 +44,7 @@ fn watch_method(req: &Incoming, reported: Method) -> worker::Result<Method> {
 pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Failure> {
     let route = Route::parse(req.path());
     let method = match route {
-        Route::Watch { .. } => watch_method(req, method_of(req))?,
+        Route::Watch { .. } | Route::FeedSocket => watch_method(req, method_of(req))?,
         _ => method_of(req),
     };
     Ok(match route.dispatch(method) {
@@ -60,10 +60,9 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
         Action::Feed { doc, head_only } => {
-            feed::handle(req, env, cfg, doc, CachedRead::of(req, head_only))
-                .await?
-                .into()
+            feed::handle(req, env, cfg, doc, CachedRead::of(req, head_only)).await?
         }
+        Action::FeedSocket => feed::socket(req, env, cfg).await?.into(),
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?.into(),
         Action::KeyEvent { agent } => key_log::post(req, env, cfg, &agent).await?.into(),
         Action::Watch { agent } => watch::handle(req, env, cfg, &agent).await?.into(),

@@ -117,3 +117,17 @@ pub async fn commit_atomic(storage: &Storage, batch: &Batch<'_>) -> worker::Resu
     JsFuture::from(Promise::all(&all)).await?;
     Ok(())
 }
+
+/// Every `(key, text)` under `prefix`, in key order (one storage list).
+pub async fn texts_under(storage: &Storage, prefix: &str) -> worker::Result<Vec<(String, String)>> {
+    let found = storage
+        .list_with_options(worker::ListOptions::new().prefix(prefix))
+        .await?;
+    let mut out = Vec::new();
+    found.for_each(&mut |v, k| {
+        if let (Some(k), Some(v)) = (k.as_string(), v.as_string()) {
+            out.push((k, v));
+        }
+    });
+    Ok(out)
+}

@@ -5,12 +5,19 @@
 //!
 //! Stored in KV, batches first: `world:src:{id}:{cursor}` (immutable, one
 //! per batch, kept 14 days), then the pointer `world:head` that names them,
-//! so a reader never follows the pointer to a missing batch.
+//! so a reader never follows the pointer to a missing batch. A pointer that
+//! moved a source is then told to the feed objects (`do_wire::feed`), which
+//! push it to the watchers and held polls whose projection it moves, and
+//! kept in this location's cache (`read_cache::world_store`), which is
+//! where reads take it from ([`snapshot`]).
 
 use super::body;
+use super::do_wire::feed::{self as feed_wire, WorldMoved};
 use super::kv::Kv;
 use super::log;
+use super::read_cache;
 use crate::core::json::{self, Json};
+use crate::core::projection::push;
 use crate::core::world::ddv1::{Batch, Catalog, Malformed};
 use crate::core::world::refresh::{
     batch_kv_key, batch_paths, AfterHead, HeadAnswer, Refresh, WorldPointer, BATCH_TTL_SEC,
@@ -18,7 +25,7 @@ use crate::core::world::refresh::{
 };
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
-use worker::{Fetch, Headers, Method, Request, RequestInit};
+use worker::{Env, Fetch, Headers, Method, Request, RequestInit};
 
 /// The largest upstream document read (the largest served batch is about
 /// 370 KB): anything larger is refused as malformed, not held in memory.
@@ -90,9 +97,33 @@ pub async fn pointer(kv: &Kv) -> worker::Result<Option<WorldPointer>> {
         .and_then(|t| serde_json::from_str(&t).ok()))
 }
 
+/// The pointer as reads take it: this location's copy, else KV's (then
+/// kept here).
+pub async fn snapshot(kv: &Kv) -> worker::Result<Option<WorldPointer>> {
+    if let Some(p) = read_cache::world_lookup()
+        .await
+        .and_then(|t| serde_json::from_str(&t).ok())
+    {
+        return Ok(Some(p));
+    }
+    let Some(text) = kv.text(POINTER_KV_KEY).await? else {
+        return Ok(None);
+    };
+    let Ok(p) = serde_json::from_str(&text) else {
+        return Ok(None);
+    };
+    read_cache::world_store(&text).await;
+    Ok(Some(p))
+}
+
 /// Refreshes the snapshot from `upstream`; returns the pointer now stored
 /// (`None`: the upstream failed and there is no snapshot yet).
-pub async fn refresh(kv: &Kv, upstream: &str, now_ms: u64) -> worker::Result<Option<WorldPointer>> {
+pub async fn refresh(
+    env: &Env,
+    kv: &Kv,
+    upstream: &str,
+    now_ms: u64,
+) -> worker::Result<Option<WorldPointer>> {
     let r = Refresh {
         last: pointer(kv).await?,
         now_ms,
@@ -162,7 +193,20 @@ pub async fn refresh(kv: &Kv, upstream: &str, now_ms: u64) -> worker::Result<Opt
         return Ok(r.last);
     }
     log::event("world_refreshed", &[("batches", &store.len().to_string())]);
-    store_pointer(kv, pointer).await
+    let moved = push::moved(r.last.as_ref(), &pointer);
+    let stored = store_pointer(kv, pointer).await?;
+    if let Some(world) = stored.as_ref().filter(|_| !moved.is_empty()) {
+        let call = WorldMoved {
+            world: world.clone(),
+            moved,
+            now_ms,
+        };
+        let missed = feed_wire::world_moved(env, &call).await;
+        if missed > 0 {
+            log::event("feed_push_failed", &[("objects", &missed.to_string())]);
+        }
+    }
+    Ok(stored)
 }
 
 async fn store_pointer(kv: &Kv, p: WorldPointer) -> worker::Result<Option<WorldPointer>> {
@@ -170,6 +214,7 @@ async fn store_pointer(kv: &Kv, p: WorldPointer) -> worker::Result<Option<WorldP
     if !kv.put(POINTER_KV_KEY, &text).await {
         log::event("world_store_failed", &[("what", "pointer")]);
     }
+    read_cache::world_store(&text).await;
     Ok(Some(p))
 }
 

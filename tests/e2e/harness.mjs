@@ -86,6 +86,7 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
           TAGS_DO: { className: "TagsDO", useSQLite: true },
           PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
           NONCE_DO: { className: "NonceDO", useSQLite: true },
+          FEED_DO: { className: "FeedDO", useSQLite: true },
         },
     durableObjectsPersist: false,
     bindings: {

@@ -54,6 +54,20 @@ pub fn parse_query<K: AsRef<str>, V: AsRef<str>>(
     AgentId::parse(&raw).ok_or_else(|| Refusal::code(ReasonCode::BadAgentId))
 }
 
+/// `head`'s query: `agent_id`, and optionally `wait=N` (a long-poll of up
+/// to [`crate::core::watch::WAIT_MAX_SEC`] seconds, as on head.json).
+pub fn parse_head_query<K: AsRef<str>, V: AsRef<str>>(
+    pairs: impl IntoIterator<Item = (K, V)>,
+) -> Result<(AgentId, Option<u64>), Refusal> {
+    let (wait, rest): (Vec<_>, Vec<_>) = pairs.into_iter().partition(|(k, _)| k.as_ref() == "wait");
+    let agent = parse_query(rest)?;
+    let wait = crate::core::watch::parse_wait(wait).map_err(|e| match e {
+        crate::core::history::QueryError::Bad(why) => Refusal::new(ReasonCode::BadQuery, why),
+        crate::core::history::QueryError::CursorNotFound => Refusal::code(ReasonCode::BadQuery),
+    })?;
+    Ok((agent, wait))
+}
+
 /// `latest`'s query: `agent_id`, and optionally `since` (a `watch_cursor`
 /// the client holds, with or without its `sha256:` prefix).
 pub fn parse_latest_query<K: AsRef<str>, V: AsRef<str>>(

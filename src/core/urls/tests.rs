@@ -240,6 +240,14 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
         ("/MCP", Post, Action::NotFound),
         ("/nowhere", Options, Action::NotFound),
         ("/nowhere", Get, Action::NotFound),
+        // The projected head's socket: GET only, the upgrade checked later.
+        ("/api/v1/watch/socket", Get, Action::FeedSocket),
+        (
+            "/api/v1/watch/socket",
+            Post,
+            Action::MethodNotAllowed { allow: ALLOW_WATCH },
+        ),
+        ("/api/v1/watch/socket/", Get, Action::NotFound),
     ];
     for (path, method, want) in cases {
         assert_eq!(route(path).dispatch(method), want, "{method:?} {path}");
@@ -249,7 +257,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 8 + 5 + 3);
+    assert_eq!(t.len(), 2 * 8 + 5 + 3 + 1);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();

@@ -101,6 +101,17 @@ pub struct WorldPointer {
 }
 
 impl WorldPointer {
+    /// Names this snapshot for a location's kept projections: it changes
+    /// with every refresh that stored something (`checked_at_ms`) and with
+    /// an outage (`stale_since_ms`), which both show in a projected head.
+    pub fn version(&self) -> String {
+        format!(
+            "{}.{}",
+            self.checked_at_ms,
+            self.stale_since_ms.unwrap_or(0)
+        )
+    }
+
     /// The sources' cursors, as projections hash them.
     pub fn cursors(&self) -> BTreeMap<String, Option<String>> {
         super::map_of(

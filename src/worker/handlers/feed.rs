@@ -1,25 +1,38 @@
 //! `GET /api/v1/watch/{head,latest,digest}?agent_id=…`: an agent's
-//! projected watch feed (docs/PROTOCOL.md §15). One KV read of the agent's
-//! record (its watch and tier; a private capsule's watch is read as the
-//! capsule is, §12), one of the world snapshot's pointer, and for `latest`
-//! one bulk read of the selected sources' batches. Every decision is
+//! projected watch feed (docs/PROTOCOL.md §15), and
+//! `GET /api/v1/watch/socket?agent_id=…`, a WebSocket of its head. One KV
+//! read of the agent's record (its watch and tier; a private capsule's
+//! watch is read as the capsule is, §12), the world snapshot's pointer from
+//! this location's copy (`world::snapshot`: a KV read a minute), and for
+//! `latest` one bulk read of the selected sources' batches. An unsigned
+//! poll of a public capsule's head is answered from this location's copy
+//! while it was made of the snapshot this location holds (no KV read at
+//! all). `head?wait=N` whose client holds the head, and the socket, are
+//! held by the agent's feed object (`objects::feed`). Every decision is
 //! `core::projection`'s; the snapshot's refresh is `worker::world`'s.
 
 use super::reads::{self, ReadAs, Stored};
 use super::signer;
+use crate::core::crypto::AgentId;
 use crate::core::json::{self, Json};
-use crate::core::model::ReadScope;
+use crate::core::model::{ReadScope, Watch};
 use crate::core::projection::feed::{self as decide, REFRESH_INTERVAL_SEC};
+use crate::core::quota::ip_bucket;
 use crate::core::reason::{ReasonCode, Refusal};
+use crate::core::record::Record;
 use crate::core::urls::FeedDoc;
+use crate::core::watch;
 use crate::core::world::ddv1::Batch;
-use crate::core::world::refresh::batch_kv_key;
+use crate::core::world::refresh::{batch_kv_key, WorldPointer};
 use crate::core::world::stacks::Stacks;
 use crate::worker::clock;
 use crate::worker::config::Config;
+use crate::worker::do_wire::feed::{self as feed_wire, FeedWaitCall, FeedWatchCall};
+use crate::worker::do_wire::Waited;
 use crate::worker::failure::Failure;
-use crate::worker::http::CachedRead;
+use crate::worker::http::{self, CachedRead, Reply};
 use crate::worker::kv::Kv;
+use crate::worker::read_cache::{self, Kept};
 use crate::worker::request::Incoming;
 use crate::worker::world;
 use std::collections::BTreeMap;
@@ -28,6 +41,60 @@ use worker::{Env, Response};
 /// How long a client waits after `upstream_unavailable` (one refresh).
 const RETRY_AFTER_SEC: u64 = 60;
 
+/// Whether a snapshot is too old to serve without refreshing it first: the
+/// cron trigger keeps it fresh, so one two intervals old means it stopped.
+fn outdated(p: &WorldPointer, now_ms: u64) -> bool {
+    now_ms.saturating_sub(p.checked_at_ms) > 2 * REFRESH_INTERVAL_SEC * 1000
+}
+
+/// What every feed answer is decided on: the agent's record (read as this
+/// reader may), its admitted watch, and the snapshot.
+struct Admitted {
+    record: Box<Record>,
+    watch: Watch,
+    world: WorldPointer,
+}
+
+async fn admitted(
+    env: &Env,
+    agent: &AgentId,
+    upstream: &str,
+    reader: Option<&AgentId>,
+    known: Option<WorldPointer>,
+    now_ms: u64,
+) -> Result<Admitted, Failure> {
+    let read_as = ReadAs {
+        reader,
+        scope: ReadScope::Capsule,
+        now_ms,
+    };
+    let Stored::Current(record) = reads::record(env, agent, &read_as, |_: &str| None::<()>).await?
+    else {
+        return Err(Failure::Unavailable(None));
+    };
+    let watch = decide::admit(&record.capsule, record.paid.tier_at(now_ms), upstream)?;
+    let mut world = known;
+    if world.as_ref().is_none_or(|p| outdated(p, now_ms)) {
+        world = world::refresh(env, &Kv::of(env)?, upstream, now_ms)
+            .await?
+            .or(world);
+    }
+    let world = world.ok_or_else(|| {
+        Failure::Refused(
+            Refusal::new(
+                ReasonCode::UpstreamUnavailable,
+                "the world feed has not been read yet",
+            )
+            .retry_after(RETRY_AFTER_SEC),
+        )
+    })?;
+    Ok(Admitted {
+        record,
+        watch,
+        world,
+    })
+}
+
 /// One feed document.
 pub async fn handle(
     req: &Incoming,
@@ -35,11 +102,18 @@ pub async fn handle(
     cfg: &Config,
     doc: FeedDoc,
     read: CachedRead,
-) -> Result<Response, Failure> {
+) -> Result<Reply, Failure> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
-    let (agent, since) = match doc {
-        FeedDoc::Latest => decide::parse_latest_query(req.query_pairs())?,
-        _ => (decide::parse_query(req.query_pairs())?, None),
+    let (agent, since, wait) = match doc {
+        FeedDoc::Latest => {
+            let (agent, since) = decide::parse_latest_query(req.query_pairs())?;
+            (agent, since, None)
+        }
+        FeedDoc::Head => {
+            let (agent, wait) = decide::parse_head_query(req.query_pairs())?;
+            (agent, None, wait)
+        }
+        FeedDoc::Digest => (decide::parse_query(req.query_pairs())?, None, None),
     };
     let upstream = cfg
         .watch_upstream
@@ -51,40 +125,58 @@ pub async fn handle(
     if reader.is_some() {
         read = read.private();
     }
-    let read_as = ReadAs {
-        reader: reader.as_ref(),
-        scope: ReadScope::Capsule,
-        now_ms,
-    };
-    let Stored::Current(record) =
-        reads::record(env, &agent, &read_as, |_: &str| None::<()>).await?
-    else {
-        return Err(Failure::Unavailable(None));
-    };
-    let watch = decide::admit(&record.capsule, record.paid.tier_at(now_ms), upstream)?;
     let kv = Kv::of(env)?;
-    // The cron trigger keeps the snapshot fresh; a read that finds none, or
-    // one two intervals old (the trigger stopped), refreshes it first.
-    let mut snapshot = world::pointer(&kv).await?;
-    let stale = |p: &crate::core::world::refresh::WorldPointer| {
-        now_ms.saturating_sub(p.checked_at_ms) > 2 * REFRESH_INTERVAL_SEC * 1000
+    let known = world::snapshot(&kv).await?;
+    // An unsigned poll of the head (not a long-poll) may be answered from
+    // this location's copy, if it was made of the snapshot held here.
+    let cache_key = match (doc, &reader, wait) {
+        (FeedDoc::Head, None, None) => read_cache::feed_key(req, &agent, cfg.test_clock),
+        _ => None,
     };
-    if snapshot.as_ref().is_none_or(stale) {
-        snapshot = world::refresh(&kv, upstream, now_ms).await?.or(snapshot);
-    }
-    let snapshot = snapshot.ok_or_else(|| {
-        Failure::Refused(
-            Refusal::new(
-                ReasonCode::UpstreamUnavailable,
-                "the world feed has not been read yet",
-            )
-            .retry_after(RETRY_AFTER_SEC),
-        )
-    })?;
+    let kept = match &cache_key {
+        Some(key) => read_cache::lookup(key).await,
+        None => Kept::Nothing,
+    };
+    let current = |answer: &worker::web_sys::Response| {
+        known.as_ref().is_some_and(|w| {
+            !outdated(w, now_ms) && read_cache::world_of(answer) == Some(w.version())
+        })
+    };
+    let kept = match kept {
+        Kept::Answer(answer, etag) if current(&answer) => return Ok(read.kept(answer, &etag)),
+        other => other,
+    };
+    let Admitted {
+        record,
+        watch,
+        world: snapshot,
+    } = admitted(env, &agent, upstream, reader.as_ref(), known, now_ms).await?;
     let projection = decide::project(&watch, &snapshot, Stacks::committed());
     let etag = projection.etag().to_owned();
-    if let Some(not_modified) = read.fresh(&etag) {
-        return Ok(not_modified);
+    if let (Some(wait_sec), Some(_)) = (wait, read.fresh(&etag)) {
+        let call = FeedWaitCall {
+            agent_id: agent.to_string(),
+            reader: reader.as_ref().map(AgentId::to_string),
+            watch,
+            held: etag.clone(),
+            world_at_ms: snapshot.checked_at_ms,
+            wait_ms: wait_sec * 1_000,
+            now_ms,
+        };
+        // A held answer is for this client alone.
+        let read = read.private();
+        return match feed_wire::wait(env, &call).await? {
+            Waited::Head(body, moved) => Ok(read.answer(body, &moved).into()),
+            Waited::Unchanged => Ok(read.answer(Vec::new(), &etag).into()),
+            Waited::NotFound => Err(Failure::code(ReasonCode::CapsuleNotFound)),
+        };
+    }
+    // A read this location may keep is made whole even when the client
+    // already holds it, as for head.json.
+    if cache_key.is_none() {
+        if let Some(not_modified) = read.fresh(&etag) {
+            return Ok(not_modified.into());
+        }
     }
     let body = match doc {
         FeedDoc::Head => serde_json::to_vec(&projection.head(&agent, &snapshot, now_ms))?,
@@ -109,7 +201,52 @@ pub async fn handle(
             }
         }
     };
-    Ok(read.answer(body, &etag))
+    // Unsigned and admitted: the capsule is public, the answer the same for
+    // every reader.
+    if let Some(key) = &cache_key {
+        let mut answer = http::full_answer(body.clone(), &etag);
+        let _ = answer
+            .headers_mut()
+            .set(read_cache::WORLD_VERSION_HEADER, &snapshot.version());
+        read_cache::store(key, &kept, record.seq, answer).await;
+    }
+    Ok(read.answer(body, &etag).into())
+}
+
+/// `GET /api/v1/watch/socket?agent_id=…`: the WebSocket upgrade is checked
+/// (426 without one), the feed admitted as a read of the head would be,
+/// and the socket handed to the agent's feed object, which sends the head
+/// at once and again whenever it moves.
+pub async fn socket(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, Failure> {
+    let h = req.headers();
+    if !watch::asks_websocket(h.get("Upgrade")?.as_deref()) {
+        return Err(Failure::code(ReasonCode::WebsocketRequired));
+    }
+    let (key, version) = (h.get("Sec-WebSocket-Key")?, h.get("Sec-WebSocket-Version")?);
+    if !watch::is_handshake(key.as_deref(), version.as_deref()) {
+        return Err(Failure::refused(
+            ReasonCode::WebsocketRequired,
+            "not a WebSocket opening handshake: it needs Sec-WebSocket-Key (16 random bytes, base64) and Sec-WebSocket-Version: 13 (RFC 6455 4.1)",
+        ));
+    }
+    let agent = decide::parse_query(req.query_pairs())?;
+    let upstream = cfg
+        .watch_upstream
+        .as_deref()
+        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))?;
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    let reader = signer::of(req, env, now_ms).await?;
+    let known = world::snapshot(&Kv::of(env)?).await?;
+    let admitted = admitted(env, &agent, upstream, reader.as_ref(), known, now_ms).await?;
+    let call = FeedWatchCall {
+        agent_id: agent.to_string(),
+        reader: reader.map(|r| r.to_string()),
+        ip_bucket: ip_bucket(h.get("CF-Connecting-IP")?.as_deref()),
+        watch: admitted.watch,
+        world_at_ms: admitted.world.checked_at_ms,
+        now_ms,
+    };
+    Ok(feed_wire::watch(env, &call).await?)
 }
 
 /// The stored batches of `sources` at the given cursors (one bulk KV read;

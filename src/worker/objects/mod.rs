@@ -3,6 +3,7 @@
 //! calls back into the Worker's handlers.
 
 pub mod agent;
+pub mod feed;
 pub mod ip_quota;
 pub mod nonces;
 pub mod payment;

@@ -113,6 +113,7 @@ impl AgentDO {
     ) -> worker::Result<()> {
         if let Some(record) = self.sync_mirror(mirror).await? {
             self.publish(&record, now_ms);
+            self.tell_feed(record, now_ms).await;
         }
         Ok(())
     }

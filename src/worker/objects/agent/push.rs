@@ -10,6 +10,7 @@ use crate::core::record::Record;
 use crate::core::watch;
 use crate::core::write::AgentState;
 use crate::worker::config::Config;
+use crate::worker::do_wire::feed::{self as feed_wire, AgentMoved};
 use crate::worker::do_wire::{WaitCall, Waited, WatchCall};
 use crate::worker::storage::load;
 use futures_channel::oneshot;
@@ -108,6 +109,21 @@ impl AgentDO {
         self.waiters.borrow_mut().extend(kept);
     }
 
+    /// Tells the agent's feed object of a commit whose record has a
+    /// `watch` (its watch, plan or access may have moved its projected
+    /// head). Best effort: the feed's next world change looks again anyway.
+    pub(super) async fn tell_feed(&self, record: Record, now_ms: u64) {
+        let has_watch = record.capsule.get("watch").is_some();
+        if !has_watch || Config::of(&self.env).watch_upstream.is_none() {
+            return;
+        }
+        let call = AgentMoved { record, now_ms };
+        if let Err(e) = feed_wire::agent_moved(&self.env, &call).await {
+            crate::worker::log::event("feed_push_failed", &[("error", &e.to_string())]);
+        }
+    }
+
+    /// Takes a watcher the Worker admitted: capped (`core::watch::admit`),
     /// accepted for hibernation and sent the current head at once (if there
     /// is one it may read). Under the lock, so a commit's head is sent
     /// either in this answer or by `publish`, never missed.
