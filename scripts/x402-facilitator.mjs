@@ -57,8 +57,9 @@ export function v1NetworkName(chainId) {
  * Starts the facilitator. `chainId` defaults to the RPC's eth_chainId.
  * Returns {url, port, address (the settling account), networks, calls,
  * settleCount(), mode(), setMode(name, opts), stop()}. `calls` is a live log of
- * every request: {method, path, body (parsed JSON, else text), mode, status,
- * response}, status/response filled in once answered (null while hanging).
+ * every facilitator request (not /_fixture/*): {method, path, body (parsed
+ * JSON, else text), mode, status, response}, status/response filled in once
+ * answered (null while hanging). Over HTTP: GET /_fixture/calls.
  */
 export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '127.0.0.1', port = 0 }) {
   if (!rpcUrl || !privateKey) throw new Error('startFacilitator needs rpcUrl and privateKey');
@@ -99,6 +100,7 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
   if (v1Name) facilitator.registerV1(v1Name, new ExactEvmSchemeV1(evmSigner));
 
   const calls = [];
+  let boundPort = port; // the real one once listening; `down` {refuse} reopens on it
   const server = createServer((req, res) => {
     handle(req, res).catch((e) => {
       if (!res.headersSent) send(res, 500, { error: `x402 fixture: ${e.message}` });
@@ -110,6 +112,21 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
     const text = await readBody(req);
     let body = text;
     try { body = text ? JSON.parse(text) : null; } catch { /* keep the text */ }
+
+    // The control API: answered in every mode, and not logged in `calls`.
+    if (path === '/_fixture/mode' && req.method === 'POST') {
+      const { mode: name, ...opts } = (body && typeof body === 'object' && body) || {};
+      // Over HTTP nothing could switch a closed listener back on.
+      if (opts.refuse) return send(res, 400, { error: 'refuse is for setMode() in-process only' });
+      try {
+        await setMode(name, opts);
+      } catch (e) {
+        return send(res, 400, { error: e.message });
+      }
+      return send(res, 200, { mode: name });
+    }
+    if (path === '/_fixture/calls' && req.method === 'GET') return send(res, 200, { calls });
+
     const entry = { method: req.method, path, body, mode: mode.name, status: null, response: null };
     calls.push(entry);
     const answer = (status, json) => {
@@ -117,19 +134,6 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
       entry.response = json;
       send(res, status, json);
     };
-
-    if (path === '/_fixture/mode' && req.method === 'POST') {
-      const { mode: name, ...opts } = body || {};
-      try {
-        await setMode(name, opts);
-      } catch (e) {
-        return answer(400, { error: e.message });
-      }
-      return answer(200, { mode: name });
-    }
-    if (path === '/_fixture/calls' && req.method === 'GET') {
-      return answer(200, { calls: calls.filter((c) => !c.path.startsWith('/_fixture/')) });
-    }
     if (mode.name === 'down') return answer(503, { error: 'x402 fixture: facilitator down' });
 
     if (path === '/supported' && req.method === 'GET') return answer(200, facilitator.getSupported());
@@ -138,8 +142,13 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
       if (!paymentPayload || !paymentRequirements) {
         return answer(400, { error: 'Missing paymentPayload or paymentRequirements' });
       }
-      if (path === '/verify') return answer(200, await facilitator.verify(paymentPayload, paymentRequirements));
-      return settle(paymentPayload, paymentRequirements, answer);
+      try {
+        if (path === '/verify') return answer(200, await facilitator.verify(paymentPayload, paymentRequirements));
+        return await settle(paymentPayload, paymentRequirements, answer);
+      } catch (e) {
+        // As the reference facilitator does: the library threw (e.g. unsupported network, RPC down).
+        return answer(500, { error: e.message });
+      }
     }
     return answer(404, { error: `no route ${req.method} ${path}` });
   }
@@ -183,7 +192,7 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
   }
 
   await listen(server, port, host);
-  const boundPort = server.address().port;
+  boundPort = server.address().port;
   const url = `http://${host}:${boundPort}`;
 
   return {
