@@ -179,7 +179,8 @@ export async function payWithX402Fetch(url, { privateKey = PAYER_KEY, method = "
 /**
  * Pays `url` with the legacy npm x402-fetch 1.2.0 (v1). It picks the accept
  * whose network is the wallet's chain, so the wallet is on viem's `base`
- * (8453); its transport is `rpcUrl` (never a public RPC; signing is local).
+ * (8453). Signing is local and needs no RPC: `rpcUrl` only keeps viem off
+ * its public default (the default here is a closed loopback port).
  * The library's default cap is 0.10 USDC: `maxValue` raises it.
  */
 export async function payWithLegacyX402Fetch(
