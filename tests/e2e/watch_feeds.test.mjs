@@ -39,6 +39,41 @@ function expectedCursor(state, ids) {
   return "sha256:" + crypto.createHash("sha256").update(text, "utf8").digest("hex");
 }
 
+/** The batch a state serves for a source: the live path, or the older one when the live body is not the catalog's. */
+function servedBatch(state, id) {
+  const want = cursorsOf(state)[id];
+  for (const rel of [`diff/source/${id}/latest.json`, `diff/${id}/latest.json`]) {
+    let b;
+    try {
+      b = file(state, rel);
+    } catch {
+      continue;
+    }
+    if (b.cursor === want) return b;
+  }
+  throw new Error(`${state}: no batch of ${id} at the catalog's cursor`);
+}
+/**
+ * Items per signals.severity.level and per signals.suggested_action (string values only, verbatim) over every
+ * spec and schema bucket of the sources' batches, counted here from the fixture's files.
+ */
+function signalCounts(state, ids) {
+  const by_severity = {};
+  const by_suggested_action = {};
+  const bump = (m, k) => {
+    if (typeof k === "string") m[k] = (m[k] ?? 0) + 1;
+  };
+  for (const id of ids) {
+    const { buckets } = servedBatch(state, id);
+    for (const name of ["items", "new", "updated", "removed", "flagged"]) {
+      for (const item of buckets[name] ?? []) {
+        bump(by_severity, item.signals?.severity?.level);
+        bump(by_suggested_action, item.signals?.suggested_action);
+      }
+    }
+  }
+  return { by_severity, by_suggested_action };
+}
 const feedPath = (doc, agentId) => `/api/v1/watch/${doc}?agent_id=${agentId}`;
 const get = (doc, agentId, headers = {}) => w.fetch(feedPath(doc, agentId), { headers });
 const scheduled = async () => (await w.mf.getWorker()).scheduled({ cron: CRON });
@@ -194,6 +229,26 @@ test("schema drift projects as the spec's buckets: flagged kept, `new` read as i
   const nvd = file("v3", "diff/source/nist_nvd/latest.json");
   assert.equal(latest.json.buckets.items.filter((i) => i.source === "nist_nvd").length, Math.min(50, nvd.buckets.new.length));
   assert.equal(latest.json.counts.flagged, latest.json.buckets.flagged.length);
+});
+
+test("the digest counts the selected items by upstream severity and suggested action, verbatim", async () => {
+  const mixed = await agentWith({ tags: ["security"], sources: ["nodejs_releases"] });
+  const ids = ["cisa_kev", "nist_nvd", "nodejs_releases"];
+  const d = await get("digest", mixed.agentId);
+  assert.equal(d.status, 200, d.text);
+  assert.deepEqual(d.json.sources.map((s) => s.source_id), ids);
+  const want = signalCounts("v3", ids);
+  assert.ok(Object.keys(want.by_severity).length > 1, "the fixture's NVD items carry severity levels");
+  assert.ok(Object.keys(want.by_suggested_action).length > 0, "the fixture's release items carry a suggested action");
+  assert.deepEqual(d.json.by_severity, want.by_severity);
+  assert.deepEqual(d.json.by_suggested_action, want.by_suggested_action);
+  // Over whole batches: cisa_kev's 60 flagged items count in `counts` though latest serves 50.
+  const cisa = d.json.sources.find((s) => s.source_id === "cisa_kev");
+  assert.equal(cisa.counts.flagged, servedBatch("v3", "cisa_kev").buckets.flagged.length);
+  // Incident signals are neither: the cloud-status watch has empty maps.
+  const c = await get("digest", cloud.agentId);
+  assert.deepEqual(signalCounts("v3", ["aws_status", "gcp_status"]), { by_severity: {}, by_suggested_action: {} });
+  assert.deepEqual([c.json.by_severity, c.json.by_suggested_action], [{}, {}]);
 });
 
 test("a source past the byte cap is listed as truncated, the same way twice", async () => {

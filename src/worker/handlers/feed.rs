@@ -2,8 +2,9 @@
 //! projected watch feed (docs/PROTOCOL.md §15). One KV read of the agent's
 //! record (its watch and tier; a private capsule's watch is read as the
 //! capsule is, §12), one of the world snapshot's pointer, and for `latest`
-//! one bulk read of the selected sources' batches. Every decision is
-//! `core::projection`'s; the snapshot's refresh is `worker::world`'s.
+//! and `digest` one bulk read of the selected sources' batches. Every
+//! decision is `core::projection`'s; the snapshot's refresh is
+//! `worker::world`'s.
 
 use super::reads::{self, ReadAs, Stored};
 use super::signer;
@@ -88,7 +89,18 @@ pub async fn handle(
     }
     let body = match doc {
         FeedDoc::Head => serde_json::to_vec(&projection.head(&agent, &snapshot, now_ms))?,
-        FeedDoc::Digest => json_bytes(&projection.digest(&snapshot, now_ms)),
+        FeedDoc::Digest => {
+            // Its breakdowns count the batches' items: one bulk read, as
+            // for latest.
+            let now_batches = batches(
+                &kv,
+                &agent,
+                &projection.resolved.sources,
+                &snapshot.cursors(),
+            )
+            .await?;
+            json_bytes(&projection.digest(&snapshot, &now_batches, now_ms))
+        }
         FeedDoc::Latest => {
             let cursors = snapshot.cursors();
             let want = projection.since(&snapshot, since.as_deref())?;
