@@ -2,12 +2,13 @@
 //! projected watch feed (docs/PROTOCOL.md §15). One KV read of the agent's
 //! record (its watch and tier; a private capsule's watch is read as the
 //! capsule is, §12), one of the world snapshot's pointer, and for `latest`
-//! and `digest` one bulk read of the selected sources' batches. Every
-//! decision is `core::projection`'s; the snapshot's refresh is
-//! `worker::world`'s.
+//! and `digest` one bulk read of the selected sources' batches. The remote
+//! MCP door's `self_feed` answers through [`document`] too. Every decision is
+//! `core::projection`'s; the snapshot's refresh is `worker::world`'s.
 
 use super::reads::{self, ReadAs, Stored};
 use super::signer;
+use crate::core::crypto::AgentId;
 use crate::core::json::{self, Json};
 use crate::core::model::ReadScope;
 use crate::core::projection::feed::{self as decide, REFRESH_INTERVAL_SEC};
@@ -42,10 +43,7 @@ pub async fn handle(
         FeedDoc::Latest => decide::parse_latest_query(req.query_pairs())?,
         _ => (decide::parse_query(req.query_pairs())?, None),
     };
-    let upstream = cfg
-        .watch_upstream
-        .as_deref()
-        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))?;
+    let upstream = upstream(cfg)?;
     // A watch is capsule content: a private capsule's is read as it is.
     let reader = signer::of(req, env, now_ms).await?;
     let mut read = read;
@@ -57,8 +55,69 @@ pub async fn handle(
         scope: ReadScope::Capsule,
         now_ms,
     };
-    let Stored::Current(record) =
-        reads::record(env, &agent, &read_as, |_: &str| None::<()>).await?
+    let wanted = Wanted {
+        doc,
+        since: since.as_deref(),
+    };
+    match document(env, upstream, &agent, wanted, &read_as, |etag| {
+        read.fresh(etag)
+    })
+    .await?
+    {
+        Fed::Held(not_modified) => Ok(not_modified),
+        Fed::Body { etag, body } => Ok(read.answer(body, &etag)),
+    }
+}
+
+// ---- One document's body, for the route above and the remote MCP door's
+// `self_feed` (handlers::mcp): one path, so both answer the same bytes and
+// the same refusals.
+
+/// The configured upstream, or `503 watch_not_configured`.
+pub fn upstream(cfg: &Config) -> Result<&str, Failure> {
+    cfg.watch_upstream
+        .as_deref()
+        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))
+}
+
+/// Which document, and `latest`'s `since` (normalised).
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// The document.
+    pub doc: FeedDoc,
+    /// With `latest`: only what is new since this cursor.
+    pub since: Option<&'a str>,
+}
+
+/// A document, or the caller's answer for the entity it already holds.
+pub enum Fed<H> {
+    /// What `held` answered for the current ETag (a 304), decided before
+    /// any batch was read.
+    Held(H),
+    /// The document's canonical JSON bytes and its ETag (the projection's
+    /// cursor hex).
+    Body {
+        /// The entity tag.
+        etag: String,
+        /// The body.
+        body: Vec<u8>,
+    },
+}
+
+/// `agent`'s projected feed document as `read_as` may read it: the agent's
+/// record (its watch and tier), the snapshot (refreshed first when it is
+/// missing or two intervals old), the projection, then the body. `held`
+/// sees the ETag before the body is built.
+pub async fn document<H>(
+    env: &Env,
+    upstream: &str,
+    agent: &AgentId,
+    wanted: Wanted<'_>,
+    read_as: &ReadAs<'_>,
+    held: impl FnOnce(&str) -> Option<H>,
+) -> Result<Fed<H>, Failure> {
+    let now_ms = read_as.now_ms;
+    let Stored::Current(record) = reads::record(env, agent, read_as, |_: &str| None::<()>).await?
     else {
         return Err(Failure::Unavailable(None));
     };
@@ -84,17 +143,18 @@ pub async fn handle(
     })?;
     let projection = decide::project(&watch, &snapshot, Stacks::committed());
     let etag = projection.etag().to_owned();
-    if let Some(not_modified) = read.fresh(&etag) {
-        return Ok(not_modified);
+    if let Some(h) = held(&etag) {
+        return Ok(Fed::Held(h));
     }
-    let body = match doc {
-        FeedDoc::Head => serde_json::to_vec(&projection.head(&agent, &snapshot, now_ms))?,
+    let since = wanted.since;
+    let body = match wanted.doc {
+        FeedDoc::Head => serde_json::to_vec(&projection.head(agent, &snapshot, now_ms))?,
         FeedDoc::Digest => {
             // Its breakdowns count the batches' items: one bulk read, as
             // for latest.
             let now_batches = batches(
                 &kv,
-                &agent,
+                agent,
                 &projection.resolved.sources,
                 &snapshot.cursors(),
             )
@@ -103,12 +163,12 @@ pub async fn handle(
         }
         FeedDoc::Latest => {
             let cursors = snapshot.cursors();
-            let want = projection.since(&snapshot, since.as_deref())?;
+            let want = projection.since(&snapshot, since)?;
             let now_batches = match &want {
                 decide::Since::Nothing => BTreeMap::new(),
-                _ => batches(&kv, &agent, &projection.resolved.sources, &cursors).await?,
+                _ => batches(&kv, agent, &projection.resolved.sources, &cursors).await?,
             };
-            match (&want, since.as_deref()) {
+            match (&want, since) {
                 (decide::Since::Changes(before), Some(from)) => {
                     let old = earlier(&kv, &projection.resolved.sources, before).await?;
                     let fresh = decide::new_items(&now_batches, &old);
@@ -121,7 +181,7 @@ pub async fn handle(
             }
         }
     };
-    Ok(read.answer(body, &etag))
+    Ok(Fed::Body { etag, body })
 }
 
 /// The stored batches of `sources` at the given cursors (one bulk KV read;
@@ -129,7 +189,7 @@ pub async fn handle(
 /// lacks is ours to fix: a 503, never a partial answer.
 async fn batches(
     kv: &Kv,
-    agent: &crate::core::crypto::AgentId,
+    agent: &AgentId,
     sources: &[String],
     cursors: &BTreeMap<String, Option<String>>,
 ) -> Result<BTreeMap<String, Batch>, Failure> {
