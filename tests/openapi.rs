@@ -1965,15 +1965,21 @@ mod feeds {
             "aws_status",
             json!({"items": [], "updated": [], "removed": [], "retracted": []}),
         );
-        // The schema's bucket names, zone-less times, 60 flagged items.
+        // The schema's bucket names, zone-less times, 60 flagged items, a
+        // third of them with other upstream signals.
         let flagged: Vec<Value> = (0..60)
             .map(|i| {
-                item(
+                let mut v = item(
                     "cisa_kev",
                     &format!("CVE-2099-{i:04}"),
                     &format!("2026-02-{:02}T00:00:00", i % 28 + 1),
                     40,
-                )
+                );
+                if i % 3 == 0 {
+                    v["signals"] =
+                        json!({"severity": {"level": "critical"}, "suggested_action": "PATCH_NOW"});
+                }
+                v
             })
             .collect();
         add(
@@ -2032,7 +2038,7 @@ mod feeds {
         let now = T0 + 60_000;
         let head = to_value(&p.head(&agent(), w, now));
         let latest = value(&p.latest(w, &batches(w), now));
-        let digest = value(&p.digest(w, now));
+        let digest = value(&p.digest(w, &batches(w), now));
         for (doc, def, body) in [
             (FeedDoc::Head, "head", &head),
             (FeedDoc::Latest, "latest", &latest),
@@ -2083,6 +2089,9 @@ mod feeds {
             (&Value::Null, &Value::Null)
         );
         assert!(digest.get("over_cap").is_none());
+        // Every item says high but a third of cisa_kev's: gcp 1, cisa 40, hn 48.
+        assert_eq!(digest["by_severity"], json!({"critical": 20, "high": 89}));
+        assert_eq!(digest["by_suggested_action"], json!({"PATCH_NOW": 20}));
 
         // Past the 50-source cap; an upstream never read and down since.
         let mut down = w.clone();

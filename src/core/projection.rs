@@ -275,6 +275,47 @@ pub fn latest(resolved: &Resolved, batches: &BTreeMap<String, Batch>) -> Latest 
     out
 }
 
+/// Items per signal value over the selected sources' batches, as the
+/// upstream wrote them (`digest`'s `by_severity` and `by_suggested_action`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Breakdown {
+    /// Items per `signals.severity.level`.
+    pub by_severity: BTreeMap<String, usize>,
+    /// Items per `signals.suggested_action`.
+    pub by_suggested_action: BTreeMap<String, usize>,
+}
+
+/// Counts the items of the resolved sources' whole batches (every bucket,
+/// before `latest`'s caps: the same items as the digest's `counts`) by
+/// their upstream signals: `signals.severity.level` and
+/// `signals.suggested_action`, each a string used verbatim as the key
+/// (never normalised, rescored or inferred). An item without the signal,
+/// or with one that is not a string, counts under no key, so a map's sum
+/// can be less than the items counted.
+pub fn breakdown(resolved: &Resolved, batches: &BTreeMap<String, Batch>) -> Breakdown {
+    let mut out = Breakdown::default();
+    let items = resolved
+        .sources
+        .iter()
+        .filter_map(|id| batches.get(id))
+        .flat_map(|b| b.buckets.iter().flatten());
+    for item in items {
+        let Some(signals) = item.get("signals") else {
+            continue;
+        };
+        let severity = signals.get("severity").and_then(|s| s.get("level"));
+        if let Some(level) = severity.and_then(Json::as_str) {
+            *out.by_severity.entry(level.to_owned()).or_default() += 1;
+        }
+        if let Some(action) = signals.get("suggested_action").and_then(Json::as_str) {
+            *out.by_suggested_action
+                .entry(action.to_owned())
+                .or_default() += 1;
+        }
+    }
+    out
+}
+
 impl Latest {
     /// Items per bucket, in [`BUCKETS`] order.
     pub fn counts(&self) -> BTreeMap<&'static str, usize> {

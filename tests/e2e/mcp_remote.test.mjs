@@ -2,7 +2,8 @@
 // (`Client` + `StreamableHTTPClientTransport` from @modelcontextprotocol/sdk)
 // over loopback HTTP calls every tool against a capsule published with a
 // signed PUT, and each tool's answer is compared with what the HTTP route
-// serves. self_submit takes a valid envelope (accepted: the head moves) and
+// serves (self_feed's own e2e, with a Pro agent and the fixture upstream, is
+// watch_feeds.test.mjs). self_submit takes a valid envelope (accepted: the head moves) and
 // an unsafe one (a tool error naming unsafe_content; nothing changes). Then
 // raw fetches pin the transport's edges: 405 on GET, CORS preflight, batch,
 // malformed JSON, unknown tool, unsupported MCP-Protocol-Version,
@@ -30,7 +31,7 @@ import {
 const CARGO_VERSION = readFileSync(new URL("../../Cargo.toml", import.meta.url), "utf8").match(
   /^version\s*=\s*"([^"]+)"/m,
 )[1];
-const REMOTE_TOOLS = ["self_read", "self_subscribe", "self_history", "self_verify", "self_submit"];
+const REMOTE_TOOLS = ["self_read", "self_subscribe", "self_history", "self_verify", "self_feed", "self_submit"];
 const NOW = T0 + HOUR;
 const now = { "x-selfcap-test-now": String(NOW) };
 
@@ -90,7 +91,7 @@ test("initialize over Streamable HTTP negotiates the SDK's latest version", asyn
   await c.close();
 });
 
-test("tools/list is exactly the five remote tools with their schemas", async () => {
+test("tools/list is exactly the six remote tools with their schemas", async () => {
   const { tools } = await client.listTools();
   assert.deepEqual(
     tools.map((t) => t.name),
@@ -327,6 +328,24 @@ test("a batch, malformed JSON or a non-JSON-RPC body is a 400 JSON-RPC error", a
   const unknown = await rpc({ jsonrpc: "2.0", id: 5, method: "resources/list" });
   assert.equal(unknown.status, 200);
   assert.equal(unknown.json.error.code, -32601);
+});
+
+test("self_feed answers as the watch feed's route: here, with no upstream configured, its 503 as a tool error", async () => {
+  // The feed itself, with a Pro agent and the fixture upstream, is in watch_feeds.test.mjs.
+  const route = await w.fetch(`/api/v1/watch/head?agent_id=${agent.agentId}`, { headers: now });
+  assert.equal(route.status, 503);
+  assert.equal(route.json.error, "watch_not_configured");
+  for (const doc of ["head", "latest", "digest"]) {
+    const { body, isError } = await call("self_feed", { agent_id: agent.agentId, doc });
+    assert.equal(isError, true, doc);
+    assert.equal(body.error, "watch_not_configured", doc);
+    assert.ok(body.hint.length > 0, doc);
+  }
+  const bad = await call("self_feed", { agent_id: agent.agentId, doc: "digest", since: `sha256:${"a".repeat(64)}` });
+  assert.equal(bad.isError, true);
+  assert.deepEqual([bad.body.error, bad.body.field], ["invalid_arguments", "since"]);
+  const none = await call("self_feed", { doc: "head" });
+  assert.deepEqual([none.isError, none.body.error, none.body.field], [true, "invalid_arguments", "agent_id"]);
 });
 
 test("an unknown tool over raw JSON-RPC is -32602 with the tool list", async () => {

@@ -17,6 +17,8 @@ import { exits, requireSelfcap, selfcapIn, SELFCAP_BIN } from "./cli-helpers.mjs
 import { mcpSession } from "./mcp-helpers.mjs";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CRON = "*/5 * * * *";
@@ -38,6 +40,44 @@ function expectedCursor(state, ids) {
   const text = jcs({ basis: "watch_v1", sources: [...ids].sort().map((id) => [id, cur[id] ?? null]) });
   return "sha256:" + crypto.createHash("sha256").update(text, "utf8").digest("hex");
 }
+
+/** The batch a state serves for a source: the live path, or the older one when the live body is not the catalog's. */
+function servedBatch(state, id) {
+  const want = cursorsOf(state)[id];
+  for (const rel of [`diff/source/${id}/latest.json`, `diff/${id}/latest.json`]) {
+    let b;
+    try {
+      b = file(state, rel);
+    } catch {
+      continue;
+    }
+    if (b.cursor === want) return b;
+  }
+  throw new Error(`${state}: no batch of ${id} at the catalog's cursor`);
+}
+/**
+ * Items per signals.severity.level and per signals.suggested_action (string values only, verbatim) over every
+ * spec and schema bucket of the sources' batches, counted here from the fixture's files.
+ */
+function signalCounts(state, ids) {
+  const by_severity = {};
+  const by_suggested_action = {};
+  const bump = (m, k) => {
+    if (typeof k === "string") m[k] = (m[k] ?? 0) + 1;
+  };
+  for (const id of ids) {
+    const { buckets } = servedBatch(state, id);
+    for (const name of ["items", "new", "updated", "removed", "flagged"]) {
+      for (const item of buckets[name] ?? []) {
+        bump(by_severity, item.signals?.severity?.level);
+        bump(by_suggested_action, item.signals?.suggested_action);
+      }
+    }
+  }
+  return { by_severity, by_suggested_action };
+}
+/** A body without its generated_at (the one member that differs between two reads of the same projection). */
+const timeless = ({ generated_at, ...rest }) => rest;
 
 const feedPath = (doc, agentId) => `/api/v1/watch/${doc}?agent_id=${agentId}`;
 const get = (doc, agentId, headers = {}) => w.fetch(feedPath(doc, agentId), { headers });
@@ -196,6 +236,26 @@ test("schema drift projects as the spec's buckets: flagged kept, `new` read as i
   assert.equal(latest.json.counts.flagged, latest.json.buckets.flagged.length);
 });
 
+test("the digest counts the selected items by upstream severity and suggested action, verbatim", async () => {
+  const mixed = await agentWith({ tags: ["security"], sources: ["nodejs_releases"] });
+  const ids = ["cisa_kev", "nist_nvd", "nodejs_releases"];
+  const d = await get("digest", mixed.agentId);
+  assert.equal(d.status, 200, d.text);
+  assert.deepEqual(d.json.sources.map((s) => s.source_id), ids);
+  const want = signalCounts("v3", ids);
+  assert.ok(Object.keys(want.by_severity).length > 1, "the fixture's NVD items carry severity levels");
+  assert.ok(Object.keys(want.by_suggested_action).length > 0, "the fixture's release items carry a suggested action");
+  assert.deepEqual(d.json.by_severity, want.by_severity);
+  assert.deepEqual(d.json.by_suggested_action, want.by_suggested_action);
+  // Over whole batches: cisa_kev's 60 flagged items count in `counts` though latest serves 50.
+  const cisa = d.json.sources.find((s) => s.source_id === "cisa_kev");
+  assert.equal(cisa.counts.flagged, servedBatch("v3", "cisa_kev").buckets.flagged.length);
+  // Incident signals are neither: the cloud-status watch has empty maps.
+  const c = await get("digest", cloud.agentId);
+  assert.deepEqual(signalCounts("v3", ["aws_status", "gcp_status"]), { by_severity: {}, by_suggested_action: {} });
+  assert.deepEqual([c.json.by_severity, c.json.by_suggested_action], [{}, {}]);
+});
+
 test("a source past the byte cap is listed as truncated, the same way twice", async () => {
   const big = await agentWith({ sources: ["hn_front_page", "aws_status"] });
   const a = await get("latest", big.agentId);
@@ -276,6 +336,85 @@ test("MCP self_feed through a real MCP client: head, latest since, digest; a fre
   }
 });
 
+test("remote MCP self_feed (POST /mcp) through the SDK client: the route's bodies, its refusals as tool errors, signed for a private capsule", async () => {
+  const origin = new URL(w.origin).origin;
+  const client = new Client({ name: "selfcap-e2e", version: "0.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", origin)));
+  const call = async (args) => {
+    const r = await client.callTool({ name: "self_feed", arguments: args });
+    assert.equal(r.content.length, 1, JSON.stringify(r));
+    return { body: JSON.parse(r.content[0].text), isError: r.isError === true };
+  };
+  try {
+    const tool = (await client.listTools()).tools.find((t) => t.name === "self_feed");
+    assert.ok(tool, "the remote door lists self_feed");
+    assert.deepEqual(Object.keys(tool.inputSchema.properties).sort(), ["agent_id", "doc", "since"]);
+    assert.deepEqual(tool.inputSchema.required, ["agent_id"]);
+    assert.equal(tool.annotations.readOnlyHint, true);
+
+    // Each document is what the route serves (only generated_at differs between two reads).
+    const served = await get("head", cloud.agentId);
+    const head = await call({ agent_id: cloud.agentId });
+    assert.equal(head.isError, false, JSON.stringify(head.body));
+    assert.deepEqual(timeless(head.body), timeless(served.json));
+    assert.equal(head.body.changed, true, "v3 moved a watched source");
+    const latest = await call({ agent_id: cloud.agentId, doc: "latest" });
+    assert.equal(latest.isError, false, JSON.stringify(latest.body));
+    assert.deepEqual(timeless(latest.body), timeless((await get("latest", cloud.agentId)).json));
+    const since = served.json.prev_cursor;
+    const delta = await call({ agent_id: cloud.agentId, doc: "latest", since });
+    assert.equal(delta.isError, false, JSON.stringify(delta.body));
+    assert.equal(delta.body.since, since);
+    assert.deepEqual(timeless(delta.body), timeless((await w.fetch(`${feedPath("latest", cloud.agentId)}&since=${since}`)).json));
+    assert.ok(delta.body.buckets.items.length > 0 && delta.body.buckets.items.every((i) => i.source === "gcp_status"));
+    const digest = await call({ agent_id: security.agentId, doc: "digest" });
+    assert.equal(digest.isError, false, JSON.stringify(digest.body));
+    assert.deepEqual(timeless(digest.body), timeless((await get("digest", security.agentId)).json));
+    assert.deepEqual(digest.body.by_severity, signalCounts("v3", ["cisa_kev", "nist_nvd"]).by_severity);
+
+    // Refusals: the route's reason code and links, as tool errors.
+    const free = await agentWith({ tags: ["cloud-status"] }, { pro: false });
+    const route402 = await get("head", free.agentId);
+    assert.equal(route402.status, 402);
+    const refused = await call({ agent_id: free.agentId, doc: "digest" });
+    assert.equal(refused.isError, true);
+    assert.equal(refused.body.error, "watch_requires_pro");
+    for (const link of ["upgrade_url", "upstream_head_url", "upstream_sources_url"]) {
+      assert.equal(refused.body[link], route402.json[link], link);
+    }
+    assert.ok(refused.body.hint.length > 0);
+    const unwatched = await agentWith(undefined, { pro: false });
+    assert.equal((await call({ agent_id: unwatched.agentId })).body.error, "watch_not_set");
+    const gone = await call({ agent_id: cloud.agentId, doc: "latest", since: `sha256:${"7".repeat(64)}` });
+    assert.deepEqual([gone.isError, gone.body.error], [true, "cursor_not_found"]);
+    const nobody = await call({ agent_id: "ab".repeat(32) });
+    assert.deepEqual([nobody.isError, nobody.body.error], [true, "capsule_not_found"]);
+    const bad = await call({ agent_id: cloud.agentId, doc: "head", since: served.json.cursor });
+    assert.deepEqual([bad.isError, bad.body.error, bad.body.field], [true, "invalid_arguments", "since"]);
+  } finally {
+    await client.close();
+  }
+
+  // A private capsule's watch is read as the capsule is (§12): an unsigned POST gets the route's 404, one
+  // signed by the owner gets the feed (raw JSON-RPC: each signed read carries its own nonce).
+  const secret = await agentWith({ tags: ["cloud-status"] }, { extra: { access_control: { public: false } } });
+  const raw = (headers = {}) =>
+    w.fetch("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_feed", arguments: { agent_id: secret.agentId } } }),
+    });
+  const anon = await raw();
+  assert.equal(anon.status, 200);
+  assert.equal(anon.json.result.isError, true);
+  assert.equal(JSON.parse(anon.json.result.content[0].text).error, "capsule_not_found");
+  const mine = await raw(signedReadHeaders(secret, "POST", BASE + "/mcp"));
+  assert.equal(mine.json.result.isError, false, mine.text);
+  const body = JSON.parse(mine.json.result.content[0].text);
+  assert.equal(body.agent_id, secret.agentId);
+  assert.equal(body.cursor, expectedCursor("v3", ["aws_status", "gcp_status"]));
+});
+
 test("every refusal: bad query, bad id, unknown agent, private capsule, lapsed plan, no upstream, none read yet", async () => {
   const code = async (p, status, error, headers) => {
     const r = await w.fetch(p, { headers });
@@ -313,6 +452,17 @@ test("every refusal: bad query, bad id, unknown agent, private capsule, lapsed p
     assert.equal(r.status, 503, r.text);
     assert.equal(r.json.error, "upstream_unavailable");
     assert.ok(Number(r.headers.get("retry-after")) > 0);
+    // The remote MCP door says the same as a tool error, with the wait.
+    const mcp = await fresh.fetch("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_feed", arguments: { agent_id: a.agentId, doc: "digest" } } }),
+    });
+    assert.equal(mcp.json.result.isError, true, mcp.text);
+    const said = JSON.parse(mcp.json.result.content[0].text);
+    assert.equal(said.error, "upstream_unavailable");
+    assert.equal(said.retry_after_sec, r.json.retry_after_sec);
+    assert.ok(said.retry_after_sec > 0);
   } finally {
     await fixture.up();
     await fresh.close();

@@ -49,8 +49,9 @@ pub const SERVER_NAME: &str = "self-capsule";
 /// model's context.
 pub const INSTRUCTIONS: &str = "Public Self Capsule service: read any agent's signed capsule \
     (self_read), check cheaply whether it changed (self_subscribe with the last etag), list \
-    versions (self_history), see the service's verification (self_verify). This server holds \
-    no keys: sign capsules locally (selfcap mcp) and publish a signed envelope with self_submit.";
+    versions (self_history), see the service's verification (self_verify), read a Pro agent's \
+    projected watch feed (self_feed). This server holds no keys: sign capsules locally \
+    (selfcap mcp) and publish a signed envelope with self_submit.";
 
 /// JSON-RPC error codes used here.
 pub mod code {

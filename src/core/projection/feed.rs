@@ -3,7 +3,7 @@
 //! each a function of the agent's watch and the world snapshot alone, so
 //! every location answers the same bytes for the same snapshot.
 
-use super::{latest, pairs, resolve, watch_cursor, Resolved, Unresolved};
+use super::{breakdown, latest, pairs, resolve, watch_cursor, Resolved, Unresolved};
 use crate::core::crypto::AgentId;
 use crate::core::json::Json;
 use crate::core::limits::Tier;
@@ -410,8 +410,15 @@ impl Projection {
     }
 
     /// `digest`: per selected source, its cursor, status and counts, and
-    /// why it was selected.
-    pub fn digest(&self, world: &WorldPointer, now_ms: u64) -> Json {
+    /// why it was selected; over all of them, items per upstream severity
+    /// level and suggested action ([`super::breakdown`] of `batches`, as
+    /// stored for their current cursors).
+    pub fn digest(
+        &self,
+        world: &WorldPointer,
+        batches: &BTreeMap<String, Batch>,
+        now_ms: u64,
+    ) -> Json {
         let sources: Vec<DigestSource> = self
             .resolved
             .sources
@@ -428,12 +435,15 @@ impl Projection {
                 }
             })
             .collect();
+        let by = breakdown(&self.resolved, batches);
         let digest = Digest {
             cursor: &self.cursor,
             generated_at: rfc3339(now_ms),
             sources,
             unresolved: &self.resolved.unresolved,
             over_cap: &self.resolved.over_cap,
+            by_suggested_action: by.by_suggested_action,
+            by_severity: by.by_severity,
         };
         to_json(&digest)
     }
@@ -457,6 +467,8 @@ struct Digest<'a> {
     unresolved: &'a Unresolved,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     over_cap: &'a [String],
+    by_suggested_action: BTreeMap<String, usize>,
+    by_severity: BTreeMap<String, usize>,
 }
 
 fn to_json<T: Serialize>(v: &T) -> Json {

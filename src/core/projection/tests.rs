@@ -481,7 +481,7 @@ fn latest_and_digest_are_ddv1_shaped() {
         .and_then(Json::as_array)
         .unwrap();
     assert_eq!(items.len(), 2);
-    let d = p.digest(&w, 0);
+    let d = p.digest(&w, &batches, 0);
     let sources = d.get("sources").and_then(Json::as_array).unwrap();
     assert_eq!(sources.len(), 2);
     assert_eq!(
@@ -566,4 +566,148 @@ fn new_items_are_those_the_earlier_batch_did_not_hold() {
     // An earlier batch no longer kept: every current item is new.
     let all = feed::new_items(&now, &BTreeMap::new());
     assert_eq!(all["gcp_status"].len(), 3);
+}
+
+/// The world of a fixture state (tests/fixtures/ddv1/<state>), as a first
+/// refresh stores it: the pointer from its head and catalog, and each
+/// source's batch from the live path, or the older one when the live body is
+/// not the batch the catalog promises (as `worker::world` reads them).
+fn fixture_world(state: &str) -> (WorldPointer, BTreeMap<String, Batch>) {
+    use crate::core::world::refresh::Refresh;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ddv1")
+        .join(state);
+    let read = |rel: &str| -> Option<Json> {
+        let text = std::fs::read_to_string(dir.join(rel)).ok()?;
+        Some(parse_str(&text).unwrap())
+    };
+    let head = UpstreamHead::parse(&read("diff/head.json").unwrap()).unwrap();
+    let catalog = Catalog::parse(&read("diff/sources.json").unwrap()).unwrap();
+    let r = Refresh {
+        last: None,
+        now_ms: 1_773_576_000_000,
+    };
+    let mut fetched = BTreeMap::new();
+    for (id, promised) in r.to_fetch(&catalog) {
+        let found = crate::core::world::refresh::batch_paths(&id)
+            .iter()
+            .filter_map(|p| read(p.trim_start_matches('/')))
+            .filter_map(|v| Batch::parse(&v, &id).ok())
+            .find(|b| b.cursor.as_deref() == Some(promised.as_str()));
+        fetched.insert(
+            id.clone(),
+            found.ok_or_else(|| crate::core::world::ddv1::Malformed(format!("{id}: no batch"))),
+        );
+    }
+    let (pointer, store) = r.finish(head, None, &catalog, fetched);
+    let batches = store
+        .into_iter()
+        .map(|b| (b.source_id.clone(), b))
+        .collect();
+    (pointer, batches)
+}
+
+fn counts_of(d: &Json, key: &str) -> BTreeMap<String, u64> {
+    d.get(key)
+        .and_then(Json::as_object)
+        .unwrap_or_else(|| panic!("{key} is an object"))
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_safe_u64().unwrap()))
+        .collect()
+}
+
+fn expect(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+}
+
+#[test]
+fn the_digest_counts_the_fixture_items_by_upstream_severity_and_suggested_action() {
+    // Counted by hand from tests/fixtures/ddv1/v3/diff/source/*/latest.json:
+    // nist_nvd's 8 items carry signals.severity.level (2 each of low,
+    // medium, high, critical); cisa_kev's 60 flagged items and the cloud
+    // status items carry no severity; nodejs_releases' 1 item (3 in v1)
+    // carries signals.suggested_action REVIEW_CHANGELOG.
+    let (w, batches) = fixture_world("v3");
+    let digest = |watch: &Watch| {
+        project(watch, &w, &Stacks::default()).digest(&w, &batches, 1_773_576_000_000)
+    };
+    let security = digest(&self::watch(&[], &["security"], &[]));
+    assert_eq!(
+        counts_of(&security, "by_severity"),
+        expect(&[("critical", 2), ("high", 2), ("low", 2), ("medium", 2)])
+    );
+    assert_eq!(counts_of(&security, "by_suggested_action"), expect(&[]));
+    let all = digest(&self::watch(
+        &["nodejs_releases"],
+        &["security", "cloud-status", "news"],
+        &[],
+    ));
+    assert_eq!(
+        counts_of(&all, "by_suggested_action"),
+        expect(&[("REVIEW_CHANGELOG", 1)])
+    );
+    assert_eq!(counts_of(&all, "by_severity").values().sum::<u64>(), 8);
+    let cloud = digest(&self::watch(&[], &["cloud-status"], &[]));
+    assert_eq!(counts_of(&cloud, "by_severity"), expect(&[]));
+    assert_eq!(counts_of(&cloud, "by_suggested_action"), expect(&[]));
+    // The maps follow the batches: v1 served three releases.
+    let (w1, b1) = fixture_world("v1");
+    let releases = project(
+        &self::watch(&["nodejs_releases"], &[], &[]),
+        &w1,
+        &Stacks::default(),
+    )
+    .digest(&w1, &b1, 0);
+    assert_eq!(
+        counts_of(&releases, "by_suggested_action"),
+        expect(&[("REVIEW_CHANGELOG", 3)])
+    );
+}
+
+#[test]
+fn a_breakdown_counts_whole_batches_verbatim_and_skips_what_is_not_a_signal() {
+    let items: Vec<String> = (0..60)
+        .map(|n| {
+            let signals = match n % 6 {
+                0 => r#""signals":{"severity":{"level":"high"},"suggested_action":"PATCH_NOW"}"#,
+                1 => r#""signals":{"severity":{"level":"High"}}"#,
+                2 => r#""signals":{"severity":{"cvss":9.8}}"#,
+                3 => r#""signals":{"severity":{"level":7},"suggested_action":null}"#,
+                4 => r#""suggested_action":"PATCH_NOW""#,
+                _ => r#""signals":{"incident":{"status":"resolved"}}"#,
+            };
+            format!(
+                r#"{{"source":"s_x","id":"{n}","published_at":"2026-03-01T00:00:{:02}Z",{signals}}}"#,
+                n % 60
+            )
+        })
+        .collect();
+    let v = parse_str(&format!(
+        r#"{{"cursor":"{}","buckets":{{"items":[{}],"flagged":[{}]}}}}"#,
+        c(1),
+        items[..40].join(","),
+        items[40..].join(",")
+    ))
+    .unwrap();
+    let batches: BTreeMap<String, Batch> = [("s_x".to_owned(), Batch::parse(&v, "s_x").unwrap())]
+        .into_iter()
+        .collect();
+    let resolved = Resolved {
+        sources: vec!["s_x".into(), "s_missing".into()],
+        ..Resolved::default()
+    };
+    let by = breakdown(&resolved, &batches);
+    // Every bucket, all 60 items (latest would serve 50): 10 of each kind.
+    assert_eq!(by.by_severity.get("high"), Some(&10));
+    assert_eq!(by.by_severity.get("High"), Some(&10), "never normalised");
+    assert_eq!(by.by_severity.len(), 2);
+    assert_eq!(
+        by.by_suggested_action.into_iter().collect::<Vec<_>>(),
+        [("PATCH_NOW".to_owned(), 10)],
+        "only signals.suggested_action, only a string"
+    );
+    assert_eq!(
+        breakdown(&Resolved::default(), &batches),
+        Breakdown::default()
+    );
 }

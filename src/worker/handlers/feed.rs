@@ -4,11 +4,13 @@
 //! read of the agent's record (its watch and tier; a private capsule's
 //! watch is read as the capsule is, §12), the world snapshot's pointer from
 //! this location's copy (`world::snapshot`: a KV read a minute), and for
-//! `latest` one bulk read of the selected sources' batches. An unsigned
+//! `latest` and `digest` one bulk read of the selected sources' batches. An unsigned
 //! poll of a public capsule's head is answered from this location's copy
 //! while it was made of the snapshot this location holds (no KV read at
-//! all). `head?wait=N` whose client holds the head, and the socket, are
-//! held by the agent's feed object (`objects::feed`). Every decision is
+//! all); `digest` reads the batches too (its breakdowns count items).
+//! `head?wait=N` whose client holds the head, and the socket, are held by
+//! the agent's feed object (`objects::feed`). The remote MCP door's
+//! `self_feed` answers through [`document`]. Every decision is
 //! `core::projection`'s; the snapshot's refresh is `worker::world`'s.
 
 use super::reads::{self, ReadAs, Stored};
@@ -115,10 +117,7 @@ pub async fn handle(
         }
         FeedDoc::Digest => (decide::parse_query(req.query_pairs())?, None, None),
     };
-    let upstream = cfg
-        .watch_upstream
-        .as_deref()
-        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))?;
+    let upstream = upstream(cfg)?;
     // A watch is capsule content: a private capsule's is read as it is.
     let reader = signer::of(req, env, now_ms).await?;
     let mut read = read;
@@ -178,29 +177,11 @@ pub async fn handle(
             return Ok(not_modified.into());
         }
     }
-    let body = match doc {
-        FeedDoc::Head => serde_json::to_vec(&projection.head(&agent, &snapshot, now_ms))?,
-        FeedDoc::Digest => json_bytes(&projection.digest(&snapshot, now_ms)),
-        FeedDoc::Latest => {
-            let cursors = snapshot.cursors();
-            let want = projection.since(&snapshot, since.as_deref())?;
-            let now_batches = match &want {
-                decide::Since::Nothing => BTreeMap::new(),
-                _ => batches(&kv, &agent, &projection.resolved.sources, &cursors).await?,
-            };
-            match (&want, since.as_deref()) {
-                (decide::Since::Changes(before), Some(from)) => {
-                    let old = earlier(&kv, &projection.resolved.sources, before).await?;
-                    let fresh = decide::new_items(&now_batches, &old);
-                    json_bytes(&projection.latest_since(&snapshot, &fresh, now_ms, from))
-                }
-                (decide::Since::Nothing, Some(from)) => {
-                    json_bytes(&projection.latest_since(&snapshot, &now_batches, now_ms, from))
-                }
-                _ => json_bytes(&projection.latest(&snapshot, &now_batches, now_ms)),
-            }
-        }
+    let wanted = Wanted {
+        doc,
+        since: since.as_deref(),
     };
+    let body = body_of(&kv, &agent, wanted, &projection, &snapshot, now_ms).await?;
     // Unsigned and admitted: the capsule is public, the answer the same for
     // every reader.
     if let Some(key) = &cache_key {
@@ -230,10 +211,7 @@ pub async fn socket(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response,
         ));
     }
     let agent = decide::parse_query(req.query_pairs())?;
-    let upstream = cfg
-        .watch_upstream
-        .as_deref()
-        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))?;
+    let upstream = upstream(cfg)?;
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let reader = signer::of(req, env, now_ms).await?;
     let known = world::snapshot(&Kv::of(env)?).await?;
@@ -247,6 +225,88 @@ pub async fn socket(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response,
         now_ms,
     };
     Ok(feed_wire::watch(env, &call).await?)
+}
+
+// ---- One document's body, for the route above and the remote MCP door's
+// `self_feed` (handlers::mcp): one path, so both answer the same bytes and
+// the same refusals.
+
+/// The configured upstream, or `503 watch_not_configured`.
+pub fn upstream(cfg: &Config) -> Result<&str, Failure> {
+    cfg.watch_upstream
+        .as_deref()
+        .ok_or_else(|| Failure::code(ReasonCode::WatchNotConfigured))
+}
+
+/// Which document, and `latest`'s `since` (normalised).
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// The document.
+    pub doc: FeedDoc,
+    /// With `latest`: only what is new since this cursor.
+    pub since: Option<&'a str>,
+}
+
+/// `agent`'s projected feed document as `read_as` may read it: the agent's
+/// record (its watch and tier), the snapshot (refreshed first when it is
+/// missing or two intervals old), the projection, then the body.
+pub async fn document(
+    env: &Env,
+    upstream: &str,
+    agent: &AgentId,
+    wanted: Wanted<'_>,
+    read_as: &ReadAs<'_>,
+) -> Result<Vec<u8>, Failure> {
+    let now_ms = read_as.now_ms;
+    let kv = Kv::of(env)?;
+    let known = world::snapshot(&kv).await?;
+    let Admitted {
+        watch,
+        world: snapshot,
+        ..
+    } = admitted(env, agent, upstream, read_as.reader, known, now_ms).await?;
+    let projection = decide::project(&watch, &snapshot, Stacks::committed());
+    body_of(&kv, agent, wanted, &projection, &snapshot, now_ms).await
+}
+
+/// A document's bytes from its projection: the head and digest from the
+/// snapshot (the digest's breakdowns from the batches), `latest` from the
+/// batches (and, with `since`, the earlier ones).
+async fn body_of(
+    kv: &Kv,
+    agent: &AgentId,
+    wanted: Wanted<'_>,
+    projection: &decide::Projection,
+    snapshot: &WorldPointer,
+    now_ms: u64,
+) -> Result<Vec<u8>, Failure> {
+    let sources = &projection.resolved.sources;
+    Ok(match wanted.doc {
+        FeedDoc::Head => serde_json::to_vec(&projection.head(agent, snapshot, now_ms))?,
+        FeedDoc::Digest => {
+            let now_batches = batches(kv, agent, sources, &snapshot.cursors()).await?;
+            json_bytes(&projection.digest(snapshot, &now_batches, now_ms))
+        }
+        FeedDoc::Latest => {
+            let since = wanted.since;
+            let want = projection.since(snapshot, since)?;
+            let now_batches = match &want {
+                decide::Since::Nothing => BTreeMap::new(),
+                _ => batches(kv, agent, sources, &snapshot.cursors()).await?,
+            };
+            match (&want, since) {
+                (decide::Since::Changes(before), Some(from)) => {
+                    let old = earlier(kv, sources, before).await?;
+                    let fresh = decide::new_items(&now_batches, &old);
+                    json_bytes(&projection.latest_since(snapshot, &fresh, now_ms, from))
+                }
+                (decide::Since::Nothing, Some(from)) => {
+                    json_bytes(&projection.latest_since(snapshot, &now_batches, now_ms, from))
+                }
+                _ => json_bytes(&projection.latest(snapshot, &now_batches, now_ms)),
+            }
+        }
+    })
 }
 
 /// The stored batches of `sources` at the given cursors (one bulk KV read;

@@ -1,14 +1,15 @@
 //! `POST /mcp`: the remote MCP server, Worker half. `core::mcp::rpc` reads
 //! the message and decides the answer; a tool call runs here through the
 //! data halves of the read and write handlers (`reads::record`,
-//! `history::index` / `history::page`, `write::write`), so every tool means
-//! exactly what its HTTP route serves. Stateless: nothing is kept between
-//! POSTs and no session id is ever issued.
+//! `history::index` / `history::page`, `feed::document`, `write::write`), so
+//! every tool means exactly what its HTTP route serves. Stateless: nothing
+//! is kept between POSTs and no session id is ever issued.
 //!
 //! Failures of a tool (no capsule, a bad cursor, a refused envelope, even
 //! an internal one) are tool errors the model can read (`isError`), with
 //! the service's reason code; only unreadable messages are JSON-RPC errors.
 
+use super::feed;
 use super::history;
 use super::reads::{self, ReadAs, Stored};
 use super::signer;
@@ -123,6 +124,20 @@ async fn run(
         Call::Verify { agent: Some(agent) } => verify(env, &agent, &read_as(ReadScope::Verify))
             .await
             .map_err(about(&agent)),
+        Call::Feed {
+            agent: Some(agent),
+            doc,
+            since,
+        } => {
+            // A watch is capsule content: read as the capsule is (§12).
+            let wanted = feed::Wanted {
+                doc,
+                since: since.as_deref(),
+            };
+            watch_feed(env, cfg, &agent, wanted, &read_as(ReadScope::Capsule))
+                .await
+                .map_err(about(&agent))
+        }
         Call::Submit { envelope } => {
             let agent = match rpc::submit_target(&envelope) {
                 Ok(a) => a,
@@ -197,6 +212,22 @@ async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> Result<Answ
     Ok(results::verify(&index.report, "service"))
 }
 
+/// `self_feed`: the document `GET /api/v1/watch/{doc}` serves (its one
+/// path, `feed::document`), its body as the result; its refusals
+/// (`watch_requires_pro` with the upgrade and upstream links,
+/// `watch_not_set`, `cursor_not_found`, ...) as tool errors.
+async fn watch_feed(
+    env: &Env,
+    cfg: &Config,
+    agent: &AgentId,
+    wanted: feed::Wanted<'_>,
+    read_as: &ReadAs<'_>,
+) -> Result<Answer, Failure> {
+    let upstream = feed::upstream(cfg)?;
+    let body = feed::document(env, upstream, agent, wanted, read_as).await?;
+    Ok(Answer::ok(serde_json::from_slice(&body)?))
+}
+
 /// `self_submit`: the PUT's write path; its accepted body as the result,
 /// its rejection (status and body) as a tool error. The envelope's bytes
 /// are taken as sent, so the PUT's cap means the same bytes here (a
@@ -241,7 +272,18 @@ fn tool_error(failure: Failure, agent: Option<&AgentId>) -> Answer {
                 }
                 (None, ..) => code.as_str().into(),
             };
-            results::error(code.as_str(), detail, code.bot_action())
+            let mut answer = results::error(code.as_str(), detail, code.bot_action());
+            // What the HTTP body carries besides: the links to act on
+            // (watch_requires_pro's upgrade and upstream URLs) and the wait.
+            if let Value::Object(o) = &mut answer.body {
+                for (name, url) in r.links {
+                    o.insert(name.into(), url.into());
+                }
+                if let Some(secs) = r.retry_after_sec {
+                    o.insert("retry_after_sec".into(), secs.into());
+                }
+            }
+            answer
         }
         Failure::Rejected(rej) => match serde_json::to_value(&rej) {
             Ok(body) => results::rejected(rej.status(), &body, false),

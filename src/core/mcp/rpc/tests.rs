@@ -120,6 +120,7 @@ fn tools_list_is_the_remote_catalogue_with_schemas_and_hints() {
             "self_subscribe",
             "self_history",
             "self_verify",
+            "self_feed",
             "self_submit"
         ]
     );
@@ -130,7 +131,7 @@ fn tools_list_is_the_remote_catalogue_with_schemas_and_hints() {
         assert_eq!(t["description"], tool.description(Door::Remote));
         assert_eq!(t["annotations"]["readOnlyHint"], tool.read_only());
     }
-    assert_eq!(tools[4]["annotations"]["readOnlyHint"], false);
+    assert_eq!(tools[5]["annotations"]["readOnlyHint"], false);
     // Params are optional (a cursor is ignored: there is one page).
     let (status, _) = reply(post(
         json!({ "jsonrpc": "2.0", "id": "x", "method": "tools/list" }),
@@ -158,6 +159,24 @@ fn a_valid_tool_call_becomes_a_typed_call_to_run() {
             ..
         }
     ));
+    // self_feed takes the local tool's arguments, the agent required here.
+    let cursor = format!("sha256:{}", "c".repeat(64));
+    let o = post(call(
+        "self_feed",
+        json!({ "agent_id": A, "doc": "latest", "since": cursor }),
+    ));
+    assert!(matches!(
+        o,
+        Outcome::Run {
+            call: Call::Feed { agent: Some(_), doc: crate::core::urls::FeedDoc::Latest, since: Some(ref s) },
+            ..
+        } if *s == cursor
+    ));
+    let o = post(call("self_feed", json!({ "doc": "digest" })));
+    assert!(
+        matches!(&o, Outcome::Reply { .. }),
+        "no agent_id at the remote door: {o:?}"
+    );
     let o = post(call(
         "self_submit",
         json!({ "envelope": { "agent_id": A } }),
@@ -194,7 +213,7 @@ fn an_unknown_tool_is_invalid_params_and_a_keyed_tool_says_where_it_lives() {
         .as_str()
         .unwrap()
         .contains("self_nope"));
-    assert_eq!(body["error"]["data"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(body["error"]["data"]["tools"].as_array().unwrap().len(), 6);
     let (_, code, body) = error_of(post(call("self_write", json!({ "capsule": {} }))));
     assert_eq!(code, code::INVALID_PARAMS);
     assert!(body["error"]["message"]
