@@ -10,13 +10,13 @@
 //! - `identity`: keygen, id, bootstrap, status (the state directory)
 //! - `canon`: canon, cursor (any JSON document; no identity needed)
 //! - `publish`: template, set, sign, put, publish (writes)
-//! - `read`: head, get, rehydrate (the current capsule)
+//! - `read`: head, get, rehydrate (the current capsule), feed (a projected watch feed)
 //! - `history`: history, export, verify (the sealed history)
 //! - `access`: grant, revoke, visibility (who may read: private capsules)
 //! - `keys`: keys, keys init, rotate, recommit, recover (the key log, docs/PROTOCOL.md §14)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
-//! - `watch`: watch (follow an agent's head as it changes)
+//! - `watch`: watch, feed --watch (follow an agent's head, or its feed's, as it changes)
 //! - `print`: stdout and stderr, error reports and exit codes
 //!
 //! What a command prints and how it exits is a contract (scripts and
@@ -36,6 +36,7 @@ mod upgrade;
 mod watch;
 
 use crate::client::http::UreqTransport;
+use crate::client::watch::Followed;
 use crate::client::{BackoffPolicy, Client, Error, ExitCode, Location, StateDir};
 use crate::core::crypto::AgentId;
 use crate::core::json::{self, Json};
@@ -62,6 +63,7 @@ Quick start:
   selfcap visibility private                      # only this agent and granted readers may read
   selfcap grant READER_ID --scope capsule         # let READER_ID read capsule.json
   selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
+  selfcap feed --watch AGENT_ID                   # the same of its projected watch feed (Pro)
   selfcap keys; selfcap rotate                    # the key log; rotate to the committed next key
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
@@ -253,7 +255,8 @@ never reused for a different capsule."
         out: JsonOut,
     },
     /// An agent's projected watch feed (Pro; docs/PROTOCOL.md §15): its head
-    /// (default), latest items, or digest, as JSON.
+    /// (default), latest items, or digest, as JSON; or --watch its head as it moves.
+    #[command(after_help = watch::FEED_AFTER_HELP)]
     Feed {
         /// Another agent (default: this identity).
         agent_id: Option<String>,
@@ -266,6 +269,15 @@ never reused for a different capsule."
         /// With --latest: only what is new since this watch_cursor.
         #[arg(long, requires = "latest")]
         since: Option<String>,
+        /// Follow the head as it moves: one JSON line per new head (WebSocket, or long-poll).
+        #[arg(long, conflicts_with_all = ["latest", "digest"])]
+        watch: bool,
+        /// With --watch: instead of printing, run CMD through `sh -c` for each new head, the head JSON on stdin.
+        #[arg(long, value_name = "CMD", requires = "watch")]
+        exec: Option<String>,
+        /// With --watch: how heads arrive (for tests), as `watch --transport`.
+        #[arg(long, value_enum, requires = "watch", hide = true)]
+        transport: Option<watch::TransportArg>,
     },
     /// Fetch capsule.json (exact canonical bytes, checked against the ETag).
     Get {
@@ -444,9 +456,23 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Get { agent_id, pretty } => read::get(g, agent_id.as_deref(), pretty),
         Command::Feed {
             agent_id,
+            watch: true,
+            exec,
+            transport,
+            ..
+        } => watch::follow(
+            g,
+            agent_id.as_deref(),
+            Followed::FeedHead,
+            exec,
+            transport.unwrap_or_default(),
+        ),
+        Command::Feed {
+            agent_id,
             latest,
             digest,
             since,
+            ..
         } => read::feed(g, agent_id.as_deref(), latest, digest, since.as_deref()),
         Command::Rehydrate { format, json } => read::rehydrate(g, format, json),
         Command::Watch(args) => watch::run(g, args),

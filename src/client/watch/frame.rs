@@ -1,13 +1,15 @@
 //! What a watch receives, checked before anything is printed: every
-//! WebSocket frame and every long-poll 200 body is the head.json body of the
-//! watched agent. Anything else (not JSON, no valid cursor, another agent's
-//! head) is refused with the reason, so the loop reports it and skips it.
-//! [`Dedupe`] decides which heads are new: the cursor differs from the last
-//! one delivered (the first is always new), which is also what makes a
-//! reconnect safe, since the server's first frame is the current head.
+//! WebSocket frame and every long-poll 200 body is the followed document
+//! of the watched agent (its head.json, [`parse_head`], or its projected
+//! head, [`parse_feed_head`]). Anything else (not JSON, no valid cursor,
+//! another agent's document, the other kind of head) is refused with the
+//! reason, so the loop reports it and skips it. [`Dedupe`] decides which
+//! heads are new: the cursor differs from the last one delivered (the first
+//! is always new), which is also what makes a reconnect safe, since the
+//! server's first frame is the current head.
 
 use crate::core::crypto::AgentId;
-use crate::core::jcs::is_cursor;
+use crate::core::jcs::{cursor_hex, is_cursor};
 
 /// A head to deliver: the compact JSON line and the fields the loop uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +25,48 @@ pub struct WatchedHead {
     pub etag: String,
 }
 
-/// Parses one frame or body as `agent`'s head. `Err`: why it is not one.
+/// Parses one frame or body as `agent`'s head.json. `Err`: why it is not one.
 pub fn parse_head(text: &str, agent: &AgentId) -> Result<WatchedHead, String> {
+    let (value, cursor) = parse_frame(text, agent)?;
+    let obj = value.as_object().expect("checked by parse_frame");
+    if obj.contains_key("sources_included") {
+        return Err("a projected feed's head, not head.json".into());
+    }
+    Ok(WatchedHead {
+        etag: crate::core::record::head_etag(
+            cursor_hex(&cursor),
+            obj.get("keys")
+                .and_then(|k| k.get("length"))
+                .and_then(|l| l.as_u64()),
+        ),
+        seq: obj.get("seq").and_then(|s| s.as_u64()),
+        // Re-serialised, so the line is one line whatever the server's layout.
+        line: value.to_string(),
+        cursor,
+    })
+}
+
+/// Parses one frame or body as `agent`'s projected head (§15): it has no
+/// `seq`, and its ETag is the `watch_cursor`'s hex. `Err`: why it is not one.
+pub fn parse_feed_head(text: &str, agent: &AgentId) -> Result<WatchedHead, String> {
+    let (value, cursor) = parse_frame(text, agent)?;
+    if !value.get("sources_included").is_some_and(|s| s.is_array()) {
+        return Err(format!(
+            "no sources_included (not a projected head): {}",
+            snippet(text)
+        ));
+    }
+    Ok(WatchedHead {
+        etag: cursor_hex(&cursor).to_string(),
+        seq: None,
+        line: value.to_string(),
+        cursor,
+    })
+}
+
+/// What every followed document has: a JSON object with a valid `cursor`
+/// and this `agent_id`. The object and the cursor.
+fn parse_frame(text: &str, agent: &AgentId) -> Result<(serde_json::Value, String), String> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON ({e}): {}", snippet(text)))?;
     let obj = value
@@ -40,18 +82,7 @@ pub fn parse_head(text: &str, agent: &AgentId) -> Result<WatchedHead, String> {
         Some(a) => return Err(format!("a head of another agent ({})", snippet(a))),
         None => return Err(format!("no agent_id: {}", snippet(text))),
     }
-    Ok(WatchedHead {
-        // Re-serialised, so the line is one line whatever the server's layout.
-        line: value.to_string(),
-        etag: crate::core::record::head_etag(
-            crate::core::jcs::cursor_hex(&cursor),
-            obj.get("keys")
-                .and_then(|k| k.get("length"))
-                .and_then(|l| l.as_u64()),
-        ),
-        cursor,
-        seq: obj.get("seq").and_then(|s| s.as_u64()),
-    })
+    Ok((value, cursor))
 }
 
 /// At most 120 characters of `s` on one line, for messages.
@@ -151,6 +182,56 @@ mod tests {
         // Long garbage is shortened in the message.
         let e = parse_head(&"x".repeat(5000), &a).unwrap_err();
         assert!(e.chars().count() < 200, "{e}");
+    }
+
+    /// A projected head (schemas/feed.schema.json's head) for cursor `c`.
+    fn feed_head(c: char) -> String {
+        serde_json::json!({
+            "agent_id": "a".repeat(64), "cursor": cursor(c), "prev_cursor": null,
+            "changed": false, "generated_at": "2026-02-10T00:00:00Z", "ttl_sec": 300,
+            "sources_included": ["aws_status"], "all_clear": true,
+            "world": {"cursor": null, "generated_at": "2026-02-10T00:00:00Z",
+                      "checked_at": "2026-02-10T00:00:00Z", "stale": false}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_projected_head_has_no_seq_and_its_etag_is_the_cursor_hex() {
+        let a = agent();
+        let h = parse_feed_head(&feed_head('1'), &a).unwrap();
+        assert_eq!(h.cursor, cursor('1'));
+        assert_eq!(h.etag, "1".repeat(64));
+        assert_eq!(h.seq, None);
+        let back: serde_json::Value = serde_json::from_str(&h.line).unwrap();
+        assert_eq!(back["sources_included"][0], "aws_status");
+        // Deduplicated by cursor like any head.
+        let mut d = Dedupe::default();
+        assert!(d.admit(&h));
+        assert!(!d.admit(&parse_feed_head(&feed_head('1'), &a).unwrap()));
+        assert!(d.admit(&parse_feed_head(&feed_head('2'), &a).unwrap()));
+        assert_eq!(d.etag(), Some("2".repeat(64).as_str()));
+    }
+
+    #[test]
+    fn each_kind_of_head_refuses_the_other() {
+        let a = agent();
+        let e = parse_feed_head(&head('1', 1), &a).unwrap_err();
+        assert!(e.contains("not a projected head"), "{e}");
+        let e = parse_head(&feed_head('1'), &a).unwrap_err();
+        assert!(e.contains("projected"), "{e}");
+        // The checks every followed document shares.
+        let other = feed_head('1').replace(&"a".repeat(64), &"b".repeat(64));
+        assert!(parse_feed_head(&other, &a)
+            .unwrap_err()
+            .contains("another agent"));
+        let bad = feed_head('1').replace(&cursor('1'), "sha256:XYZ");
+        assert!(parse_feed_head(&bad, &a)
+            .unwrap_err()
+            .contains("not a cursor"));
+        assert!(parse_feed_head("pong", &a)
+            .unwrap_err()
+            .contains("not JSON"));
     }
 
     #[test]

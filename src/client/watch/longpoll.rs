@@ -1,8 +1,9 @@
-//! The long-poll channel: `GET head.json?wait=N` with `If-None-Match` of
-//! the last delivered cursor (the head's ETag: its hex in double quotes).
-//! The service answers 200 with the new head as soon as the cursor differs
-//! (at once if it already does), 304 after N seconds, and `404
-//! capsule_not_found` when there is still no capsule after N seconds.
+//! The long-poll channel: `GET head.json?wait=N` (or the projected head's
+//! `…&wait=N`) with `If-None-Match` of the last delivered cursor (the
+//! head's ETag: its hex in double quotes). The service answers 200 with the
+//! new head as soon as the cursor differs (at once if it already does), 304
+//! after N seconds; head.json answers `404 capsule_not_found` when there is
+//! still no capsule after N seconds, the projected head any refusal at once.
 //!
 //! [`classify`] reads an answer into what the plan needs. Time matters in
 //! two places, both guarding against a server that does not hold requests
@@ -19,6 +20,7 @@
 
 use super::super::exchange::{conditional_get, error_code};
 use super::super::http::{Request, Response};
+use super::followed::Followed;
 use super::plan::PollEnd;
 use crate::core::jcs::cursor_hex;
 use std::time::Duration;
@@ -30,10 +32,15 @@ pub const POLL_WAIT_SECS: u64 = 25;
 // The service takes waits up to this many seconds.
 const _: () = assert!(POLL_WAIT_SECS >= 1 && POLL_WAIT_SECS <= crate::core::watch::WAIT_MAX_SEC);
 
-/// A round's request: `head_url?wait=N`, conditional on `last` (the last
-/// head's ETag, or its cursor) when a head was delivered already.
-pub fn poll_request(head_url: &str, wait_secs: u64, last: Option<&str>) -> Request {
-    conditional_get(format!("{head_url}?wait={wait_secs}"), last.map(cursor_hex))
+/// A round's request: `doc_url?wait=N` (`&wait=N` after a query),
+/// conditional on `last` (the last head's ETag, or its cursor) when a head
+/// was delivered already.
+pub fn poll_request(doc_url: &str, wait_secs: u64, last: Option<&str>) -> Request {
+    let sep = if doc_url.contains('?') { '&' } else { '?' };
+    conditional_get(
+        format!("{doc_url}{sep}wait={wait_secs}"),
+        last.map(cursor_hex),
+    )
 }
 
 /// What an answer means.
@@ -47,14 +54,25 @@ pub enum Poll<'a> {
     End(PollEnd),
 }
 
-/// Reads `resp`, which took `elapsed` for a request asking to wait `wait`.
-/// `seen`: a head was delivered before (its capsule existed).
-pub fn classify(resp: &Response, elapsed: Duration, wait: Duration, seen: bool) -> Poll<'_> {
+/// Reads `resp` to a poll of `followed`, which took `elapsed` for a
+/// request asking to wait `wait`. `seen`: a head was delivered before (its
+/// capsule existed).
+pub fn classify(
+    resp: &Response,
+    followed: Followed,
+    elapsed: Duration,
+    wait: Duration,
+    seen: bool,
+) -> Poll<'_> {
     let held = elapsed >= wait / 2;
+    let code = error_code(resp);
+    if resp.status >= 400 && code.as_deref().is_some_and(|c| followed.is_refusal(c)) {
+        return Poll::End(PollEnd::Refusal);
+    }
     match resp.status {
         200 => Poll::Head(&resp.body),
         304 => Poll::NotModified,
-        404 if error_code(resp).as_deref() == Some("capsule_not_found") => {
+        404 if code.as_deref() == Some("capsule_not_found") => {
             // Capsules are never deleted: gone after being seen is "private now".
             if held && !seen {
                 Poll::End(PollEnd::NothingYet)
@@ -106,6 +124,7 @@ mod tests {
     const S: fn(u64) -> Duration = Duration::from_secs;
     const WAIT: Duration = Duration::from_secs(POLL_WAIT_SECS);
     const URL: &str = "http://svc.test/self/aa/head.json";
+    const HEAD: Followed = Followed::Head;
 
     fn resp(status: u16, body: &str) -> Response {
         Response {
@@ -139,34 +158,84 @@ mod tests {
     }
 
     #[test]
+    fn the_projected_heads_poll_adds_wait_to_its_query() {
+        let url = "http://svc.test/api/v1/watch/head?agent_id=aa";
+        let hex = "ab".repeat(32);
+        let r = poll_request(url, 25, Some(&hex));
+        assert_eq!(r.url, format!("{url}&wait=25"));
+        assert_eq!(inm(&r), Some(format!("\"{hex}\"").as_str()));
+    }
+
+    #[test]
+    fn a_feeds_refusal_ends_its_watch_and_is_only_a_failure_for_head_json() {
+        const FEED: Followed = Followed::FeedHead;
+        for (status, code) in [
+            (402, "watch_requires_pro"),
+            (404, "watch_not_set"),
+            (503, "watch_not_configured"),
+        ] {
+            let r = resp(status, &format!(r#"{{"error":"{code}"}}"#));
+            assert_eq!(
+                classify(&r, FEED, S(0), WAIT, true),
+                Poll::End(PollEnd::Refusal)
+            );
+            assert_eq!(
+                classify(&r, HEAD, S(0), WAIT, true),
+                Poll::End(PollEnd::Failed)
+            );
+        }
+        // Anything else reads as for head.json: retried, or decided apart.
+        let busy = resp(503, r#"{"error":"upstream_unavailable"}"#);
+        assert_eq!(
+            classify(&busy, FEED, S(0), WAIT, true),
+            Poll::End(PollEnd::Failed)
+        );
+        let nf = resp(404, r#"{"error":"capsule_not_found"}"#);
+        assert_eq!(
+            classify(&nf, FEED, S(0), WAIT, false),
+            Poll::End(PollEnd::NotReadable)
+        );
+        assert_eq!(
+            classify(&resp(304, ""), FEED, S(25), WAIT, true),
+            Poll::NotModified
+        );
+    }
+
+    #[test]
     fn answers() {
         let head = resp(200, "{}");
-        assert_eq!(classify(&head, S(0), WAIT, true), Poll::Head(b"{}"));
+        assert_eq!(classify(&head, HEAD, S(0), WAIT, true), Poll::Head(b"{}"));
         let busy = Response {
             headers: vec![("retry-after".into(), "12".into())],
             ..resp(429, "")
         };
         assert_eq!(
-            classify(&busy, S(0), WAIT, true),
+            classify(&busy, HEAD, S(0), WAIT, true),
             Poll::End(PollEnd::Busy {
                 retry_after: Some(S(12))
             })
         );
         for status in [500, 503, 400, 405, 302] {
             assert_eq!(
-                classify(&resp(status, ""), S(1), WAIT, true),
+                classify(&resp(status, ""), HEAD, S(1), WAIT, true),
                 Poll::End(PollEnd::Failed),
                 "{status}"
             );
         }
         let sig = resp(401, r#"{"error":"read_signature_invalid"}"#);
         assert_eq!(
-            classify(&sig, S(0), WAIT, false),
+            classify(&sig, HEAD, S(0), WAIT, false),
             Poll::End(PollEnd::SignatureRefused)
         );
         // A 404 that is not capsule_not_found (a server without the route).
         assert_eq!(
-            classify(&resp(404, r#"{"error":"not_found"}"#), S(0), WAIT, false),
+            classify(
+                &resp(404, r#"{"error":"not_found"}"#),
+                HEAD,
+                S(0),
+                WAIT,
+                false
+            ),
             Poll::End(PollEnd::Failed)
         );
     }
@@ -174,7 +243,7 @@ mod tests {
     #[test]
     fn early_answers_without_a_change_are_paced_from_the_second_in_a_row() {
         assert_eq!(
-            classify(&resp(304, ""), S(0), WAIT, true),
+            classify(&resp(304, ""), HEAD, S(0), WAIT, true),
             Poll::NotModified
         );
         let mut p = Pacer::default();
@@ -197,15 +266,15 @@ mod tests {
     fn a_404_is_nothing_yet_only_after_the_wait_and_before_any_head() {
         let nf = resp(404, r#"{"error":"capsule_not_found","detail":"x"}"#);
         assert_eq!(
-            classify(&nf, WAIT, WAIT, false),
+            classify(&nf, HEAD, WAIT, WAIT, false),
             Poll::End(PollEnd::NothingYet)
         );
         assert_eq!(
-            classify(&nf, S(1), WAIT, false),
+            classify(&nf, HEAD, S(1), WAIT, false),
             Poll::End(PollEnd::NotReadable)
         );
         assert_eq!(
-            classify(&nf, WAIT, WAIT, true),
+            classify(&nf, HEAD, WAIT, WAIT, true),
             Poll::End(PollEnd::NotReadable)
         );
     }

@@ -1,26 +1,33 @@
-//! `selfcap watch`: follow an agent's head as it changes, over a WebSocket
-//! (`GET /self/{id}/watch`, the server pushes the head.json body after each
-//! accepted write and the current one on connect) or, when that cannot be
-//! used, over long-poll (`GET head.json?wait=N` with `If-None-Match`).
+//! `selfcap watch` and `selfcap feed --watch`: follow a document of an
+//! agent as it changes ([`Followed`]: its head.json, or its projected watch
+//! feed's head), over a WebSocket (`GET /self/{id}/watch`, or `GET
+//! /api/v1/watch/socket?agent_id=…`: the server pushes the document on
+//! connect and again whenever it moves) or, when that cannot be used, over
+//! long-poll (`GET head.json?wait=N`, or `GET
+//! /api/v1/watch/head?agent_id=…&wait=N`, with `If-None-Match`).
 //!
 //! Both channels carry the same document, so the watch can switch between
 //! them freely: a head is delivered when its cursor differs from the last one
 //! delivered ([`Dedupe`]), and a reconnect (or a switch) starts from the
 //! current head, so no change is missed. Changes that come faster than a
 //! reconnect or a poll round may be seen only as their latest head
-//! (`history --since CURSOR` lists every version).
+//! (`history --since CURSOR` lists every version of a capsule).
 //!
-//! [`Client::watch`] retries forever; it returns only when the capsule is
-//! not readable by this watcher ([`Error::NotFound`]), when the service
-//! refuses the read signature ([`Error::ReadSignature`]), on a local error,
-//! or when the caller asks it to stop (`on_head` answering `Break`, or
-//! `stopped` turning true: asked before each round, after each socket event
-//! and after each long-poll answer, so a caller whose socket reads and
-//! sleeps wake up often stops it promptly; the Python package does).
+//! [`Client::follow`] (and [`Client::watch`], head.json's) retries forever;
+//! it returns only when the capsule is not readable by this watcher
+//! ([`Error::NotFound`]), when the service refuses the read signature
+//! ([`Error::ReadSignature`]), when it refuses the followed document for
+//! good ([`Followed::is_refusal`]: the error a read of it would give, as
+//! `selfcap feed` says it), on a local error, or when the caller asks it to
+//! stop (`on_head` answering `Break`, or `stopped` turning true: asked
+//! before each round, after each socket event and after each long-poll
+//! answer, so a caller whose socket reads and sleeps wake up often stops it
+//! promptly; the Python package does).
 //!
 //! | module | what |
 //! |---|---|
-//! | `frame` | a frame or body checked as the agent's head ([`parse_head`], [`WatchedHead`]); the cursor dedupe ([`Dedupe`]) |
+//! | `followed` | what differs between the documents: URLs, the frame check, the refusals ([`Followed`]) |
+//! | `frame` | a frame or body checked as the agent's head ([`parse_head`], [`parse_feed_head`], [`WatchedHead`]); the cursor dedupe ([`Dedupe`]) |
 //! | `plan` | the decisions: channel, fallback and back, signing, backoff, when to stop ([`plan::Plan`]) |
 //! | `socket` | the WebSocket seam ([`Connector`], [`Socket`]) and the real one ([`TungsteniteConnector`]) |
 //! | `longpoll` | the long-poll request (`?wait=N`, `If-None-Match`) and what its answers mean |
@@ -28,14 +35,16 @@
 //!
 //! Signed reads (docs/PROTOCOL.md §12) are decided as for `head`: signed
 //! from the start for our own capsule known to be private; otherwise, with
-//! a key, one plain head.json read first, unsigned and then signed after a
-//! `404 capsule_not_found` (the watch itself cannot tell: the service tells
-//! a watcher that may not read a private capsule nothing, exactly as for an
-//! agent with no capsule, §13). A close 4404 or a long-poll's
+//! a key, one plain read of the followed document first, unsigned and then
+//! signed after a `404 capsule_not_found` (the watch itself cannot tell:
+//! the service tells a watcher that may not read a private capsule
+//! nothing, exactly as for an agent with no capsule, §13). A close 4404
+//! (`capsule_not_found`) or a long-poll's
 //! `404 capsule_not_found` also turns signing on. Without a key everything
 //! is anonymous. The upgrade request is signed as a GET of its `http(s)://`
 //! URL (the one the Worker sees), with the same components as every read.
 
+mod followed;
 mod frame;
 mod hook;
 mod longpoll;
@@ -45,17 +54,18 @@ mod socket;
 #[cfg(test)]
 mod tests;
 
-pub use frame::{parse_head, Dedupe, WatchedHead};
+pub use followed::Followed;
+pub use frame::{parse_feed_head, parse_head, Dedupe, WatchedHead};
 pub use hook::run_hook;
 pub use longpoll::POLL_WAIT_SECS;
 pub use plan::{Channel, ChannelChoice};
 pub use socket::{ws_url, ConnectError, Connector, Event, Socket, TungsteniteConnector, WsRequest};
 
 use super::exchange::read_error;
-use super::http::Request;
+use super::http::{Request, Response};
 use super::{read_sign, Client, Error};
 use crate::core::crypto::AgentId;
-use crate::core::urls::watch_path;
+use crate::core::reason::ReasonCode;
 use crate::core::watch::{PING, PONG};
 use longpoll::{classify, poll_request, Pacer, Poll};
 use plan::{Plan, PollEnd, Step, WsEnd};
@@ -97,10 +107,9 @@ impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Note::Watching(Channel::WebSocket) => f.write_str("watching over WebSocket"),
-            Note::Watching(Channel::LongPoll) => write!(
-                f,
-                "watching over long-poll (head.json?wait={POLL_WAIT_SECS})"
-            ),
+            Note::Watching(Channel::LongPoll) => {
+                write!(f, "watching over long-poll (wait={POLL_WAIT_SECS})")
+            }
             Note::Retrying { why, wait } => {
                 write!(f, "{why}; trying again in {:.1} s", wait.as_secs_f64())
             }
@@ -147,6 +156,9 @@ enum Round {
 /// The loop's state besides the plan.
 struct Session<'s, 'a> {
     agent: &'s AgentId,
+    followed: Followed,
+    /// The followed document's absolute URL (the probe's, the long-poll's).
+    doc_url: String,
     io: &'s mut WatchIo<'a>,
     seen: Dedupe,
     /// The channel last announced with [`Note::Watching`].
@@ -176,9 +188,9 @@ impl Session<'_, '_> {
         (self.io.on_note)(&n)
     }
 
-    /// Checks `text` as a head and hands it on when new.
+    /// Checks `text` as the followed document and hands it on when new.
     fn deliver(&mut self, text: &str, what: &str) -> Delivery {
-        match parse_head(text, self.agent) {
+        match self.followed.parse(text, self.agent) {
             Ok(h) => {
                 let advanced = matches!((h.seq, self.last_seq), (Some(a), Some(b)) if a > b);
                 self.last_seq = h.seq.or(self.last_seq);
@@ -189,7 +201,10 @@ impl Session<'_, '_> {
                 }
             }
             Err(why) => {
-                self.note(Note::Skipped(format!("{what} that is not a head: {why}")));
+                self.note(Note::Skipped(format!(
+                    "{what} that is not a {}: {why}",
+                    self.followed.name()
+                )));
                 Delivery::Malformed
             }
         }
@@ -197,11 +212,23 @@ impl Session<'_, '_> {
 }
 
 impl Client {
-    /// Watches `agent`'s head until a fatal error or `on_head` says stop.
-    /// See the module docs.
+    /// Watches `agent`'s head.json until a fatal error or `on_head` says
+    /// stop: [`Client::follow`] of [`Followed::Head`].
     pub fn watch(
         &self,
         agent: &AgentId,
+        choice: ChannelChoice,
+        io: &mut WatchIo<'_>,
+    ) -> Result<(), Error> {
+        self.follow(agent, Followed::Head, choice, io)
+    }
+
+    /// Follows `agent`'s `followed` document until a fatal error or
+    /// `on_head` says stop. See the module docs.
+    pub fn follow(
+        &self,
+        agent: &AgentId,
+        followed: Followed,
         choice: ChannelChoice,
         io: &mut WatchIo<'_>,
     ) -> Result<(), Error> {
@@ -211,6 +238,8 @@ impl Client {
         let mut probe = has_key && !plan.signed();
         let mut s = Session {
             agent,
+            followed,
+            doc_url: self.service_url(&followed.doc_path(agent))?,
             io,
             seen: Dedupe::default(),
             announced: None,
@@ -222,14 +251,14 @@ impl Client {
                 return Ok(());
             }
             if probe && !plan.signed() {
-                match self.probe_signing(s.agent)? {
+                match self.probe_signing(s.agent, &s.doc_url)? {
                     Some(false) => probe = false,
                     Some(true) => {
                         probe = false;
                         plan.sign();
                         s.note(Note::Signing(format!(
                             "{} is not readable anonymously (404 capsule_not_found)",
-                            self.head_url(s.agent)?
+                            s.doc_url
                         )));
                     }
                     // No answer: asked again before the next round.
@@ -267,6 +296,11 @@ impl Client {
                         other => Error::ReadSignature(why(other)),
                     })
                 }
+                Step::Refused => {
+                    return Err(
+                        cause.unwrap_or_else(|| Error::Protocol(format!("{} refused", s.doc_url)))
+                    )
+                }
             };
             if plan.channel() != channel {
                 s.note(Note::Switching {
@@ -288,11 +322,13 @@ impl Client {
     }
 
     /// Whether this watcher's reads of `agent` must be signed, decided by
-    /// one head.json read as `head` makes it (unsigned, then signed after a
-    /// `404 capsule_not_found`). `None`: no answer this time (network, 5xx).
-    /// A refused signature is final (exit 6), as for every read.
-    fn probe_signing(&self, agent: &AgentId) -> Result<Option<bool>, Error> {
-        let (req, resp) = match self.read_doc(agent, Request::get(self.head_url(agent)?)) {
+    /// one read of the followed document at `url` as `head` makes it
+    /// (unsigned, then signed after a `404 capsule_not_found`). `None`: no
+    /// answer this time (network, 5xx). A refused signature is final (exit
+    /// 6), as for every read; any other answer is left to the watch's
+    /// rounds, which say it as the channel they use.
+    fn probe_signing(&self, agent: &AgentId, url: &str) -> Result<Option<bool>, Error> {
+        let (req, resp) = match self.read_doc(agent, Request::get(url.to_string())) {
             Ok(answer) => answer,
             Err(e @ Error::Local(_)) => return Err(e),
             Err(_) => return Ok(None),
@@ -307,7 +343,7 @@ impl Client {
 
     /// One WebSocket connection, from the upgrade to its end.
     fn ws_round(&self, s: &mut Session, plan: &mut Plan) -> Result<Round, Error> {
-        let http_url = format!("{}{}", self.base_url()?, watch_path(s.agent.as_str()));
+        let http_url = self.service_url(&s.followed.socket_path(s.agent))?;
         let url = ws_url(&http_url).ok_or_else(|| {
             Error::local(format!(
                 "cannot watch over WebSocket from {http_url}: the service URL must be http:// or https://"
@@ -325,12 +361,17 @@ impl Client {
                 let (end, cause) = match refusal {
                     socket::ConnectError::Refused(resp) => {
                         let req = Request::get(http_url).signed(signed);
-                        let end = WsEnd::Refused {
-                            status: resp.status,
-                            code: super::exchange::error_code(&resp),
-                            retry_after: resp.retry_after(),
+                        let code = super::exchange::error_code(&resp);
+                        let end = if code.as_deref().is_some_and(|c| s.followed.is_refusal(c)) {
+                            WsEnd::Refusal
+                        } else {
+                            WsEnd::Refused {
+                                status: resp.status,
+                                code,
+                                retry_after: resp.retry_after(),
+                            }
                         };
-                        (end, upgrade_refused(&req, &resp))
+                        (end, upgrade_refused(&req, &resp, s))
                     }
                     socket::ConnectError::Network(e) => (
                         WsEnd::Lost(e.clone()),
@@ -384,22 +425,19 @@ impl Client {
                 Event::Lost(e) => break WsEnd::Lost(e),
             }
         };
-        let cause = match &end {
+        let (end, cause) = match end {
+            // A close naming one of the document's refusals (§15: 4000 plus
+            // the read's status, the code as the reason).
             WsEnd::Closed {
-                code: Some(4404),
+                code: Some(code @ 4400..=4499),
                 reason,
-            } => Error::NotFound(format!(
-                "the WebSocket was closed with 4404 ({reason}): the capsule of {} is not \
-                 readable by this watcher any more (private, and not granted to it)",
-                s.agent
-            )),
-            WsEnd::Closed { code, reason } => Error::Unavailable(format!(
-                "the service closed the WebSocket ({}{}{reason})",
-                code.map_or("no code".to_string(), |c| c.to_string()),
-                if reason.is_empty() { "" } else { ": " },
-            )),
-            WsEnd::Lost(e) => Error::Unavailable(format!("WebSocket lost: {e}")),
-            WsEnd::Refused { .. } => unreachable!("only before the upgrade"),
+            } if s.followed.is_refusal(&reason) => {
+                (WsEnd::Refusal, close_refusal(&http_url, code, &reason))
+            }
+            end => {
+                let cause = ws_end_cause(&end, s.agent);
+                (end, cause)
+            }
         };
         let step = plan.ws_ended(&end, delivered, s.now());
         Ok(Round::Ended {
@@ -415,8 +453,7 @@ impl Client {
             s.announced = Some(Channel::LongPoll);
         }
         let wait = Duration::from_secs(POLL_WAIT_SECS);
-        let req = poll_request(&self.head_url(s.agent)?, POLL_WAIT_SECS, s.seen.etag())
-            .signed(plan.signed());
+        let req = poll_request(&s.doc_url, POLL_WAIT_SECS, s.seen.etag()).signed(plan.signed());
         let started = s.now();
         let answer = self.exchange(&req);
         let elapsed = s.now().saturating_sub(started);
@@ -435,10 +472,12 @@ impl Client {
                 });
             }
         };
-        let (end, cause) = match classify(&resp, elapsed, wait, s.seen.last().is_some()) {
+        let seen = s.seen.last().is_some();
+        let (end, cause) = match classify(&resp, s.followed, elapsed, wait, seen) {
             Poll::Head(body) => {
                 let text = String::from_utf8_lossy(body);
-                let pace = match s.deliver(&text, "a head.json answer") {
+                let what = format!("a {} answer", s.followed.name());
+                let pace = match s.deliver(&text, &what) {
                     Delivery::New(ControlFlow::Break(())) => return Ok(Round::Stop),
                     // A new head, or a commit that kept the cursor.
                     Delivery::New(ControlFlow::Continue(()))
@@ -466,7 +505,7 @@ impl Client {
                 (PollEnd::NothingYet, Some(cause))
             }
             Poll::End(PollEnd::NotReadable) => {
-                let cause = poll_not_readable(&req, s.agent, s.seen.last().is_some());
+                let cause = poll_not_readable(&req, s.agent, seen);
                 (PollEnd::NotReadable, Some(cause))
             }
             Poll::End(end) => (end, Some(read_error(&req, &resp))),
@@ -505,17 +544,69 @@ fn poll_not_readable(req: &Request, agent: &AgentId, seen: bool) -> Error {
     })
 }
 
-/// A refused upgrade as an error. A `404 capsule_not_found` there always
-/// means "private and not readable": an agent with no capsule yet is
-/// upgraded and simply sent nothing until its first write.
-fn upgrade_refused(req: &Request, resp: &super::http::Response) -> Error {
-    match read_error(req, resp) {
-        Error::NotFound(_) if resp.status == 404 => Error::NotFound(format!(
-            "{} answered 404 capsule_not_found: the capsule is private and {} is not granted \
-             that read",
-            req.url,
-            reader(req)
+/// How a WebSocket that was open ended, as an error (for the progress note,
+/// or the final error of a 4404).
+fn ws_end_cause(end: &WsEnd, agent: &AgentId) -> Error {
+    match end {
+        WsEnd::Closed {
+            code: Some(4404),
+            reason,
+        } => Error::NotFound(format!(
+            "the WebSocket was closed with 4404 ({reason}): the capsule of {agent} is not \
+             readable by this watcher any more (private, and not granted to it)"
         )),
+        WsEnd::Closed { code, reason } => Error::Unavailable(format!(
+            "the service closed the WebSocket ({}{}{reason})",
+            code.map_or("no code".to_string(), |c| c.to_string()),
+            if reason.is_empty() { "" } else { ": " },
+        )),
+        WsEnd::Lost(e) => Error::Unavailable(format!("WebSocket lost: {e}")),
+        WsEnd::Refused { .. } | WsEnd::Refusal => unreachable!("only before the upgrade"),
+    }
+}
+
+/// A close of the socket at `url` naming a refusal (`code` 4000 plus the
+/// read's status, the error code as `reason`) as the error that read is
+/// (its kind, so its exit code, is [`read_error`]'s), said as the close.
+fn close_refusal(url: &str, code: u16, reason: &str) -> Error {
+    let read = Response {
+        status: code - 4000,
+        headers: Vec::new(),
+        body: serde_json::json!({ "error": reason })
+            .to_string()
+            .into_bytes(),
+    };
+    let said = format!(
+        "the service closed the WebSocket {url} with {code} {reason}: {}",
+        ReasonCode::from_wire(reason).map_or("", ReasonCode::bot_action)
+    );
+    match read_error(&Request::get(url.to_string()), &read) {
+        Error::NotFound(_) => Error::NotFound(said),
+        Error::Protocol(_) => Error::Protocol(said),
+        Error::Unavailable(_) => Error::Unavailable(said),
+        other => other,
+    }
+}
+
+/// A refused upgrade as an error: what the same read would be. For
+/// head.json's socket a `404 capsule_not_found` always means "private and
+/// not readable": an agent with no capsule yet is upgraded and simply sent
+/// nothing until its first write ([`Followed::upgrades_unpublished`]); the
+/// feed's says either.
+fn upgrade_refused(req: &Request, resp: &Response, s: &Session) -> Error {
+    match read_error(req, resp) {
+        Error::NotFound(_) if resp.status == 404 => {
+            let why = if s.followed.upgrades_unpublished() {
+                "the capsule is private".to_string()
+            } else {
+                format!("no capsule for {}, or it is private", s.agent)
+            };
+            Error::NotFound(format!(
+                "{} answered 404 capsule_not_found: {why} and {} is not granted that read",
+                req.url,
+                reader(req)
+            ))
+        }
         other => other,
     }
 }

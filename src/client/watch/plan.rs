@@ -19,8 +19,14 @@
 //! - On long-poll, `auto` tries WebSocket again every [`WS_RETRY_EVERY`]; one
 //!   failure then sends it straight back.
 //! - Long-poll failures (network, 5xx, unexpected answers) back off the same
-//!   way; a 429 waits at least its `Retry-After`. Nothing but "not readable"
-//!   and a refused signature ever stops the watch.
+//!   way; a 429 waits at least its `Retry-After`.
+//! - A refusal of the followed document (`Followed::is_refusal`: the
+//!   projected feed's `watch_requires_pro`, `watch_not_set`, …, answered to
+//!   the upgrade or a long-poll, or named by a close) stops at once: reading
+//!   again would be refused the same way.
+//!
+//! Nothing but "not readable", a refused signature and such a refusal ever
+//! stops the watch.
 
 use super::super::backoff::BackoffPolicy;
 use std::time::Duration;
@@ -85,6 +91,9 @@ pub enum WsEnd {
     },
     /// No connection, or it broke (network, TLS, timeout, no pong).
     Lost(String),
+    /// The followed document's reads are refused (the upgrade answered, or
+    /// the socket closed, with one of its refusals).
+    Refusal,
 }
 
 /// How a long-poll round ended.
@@ -111,6 +120,8 @@ pub enum PollEnd {
     },
     /// The client's own retries gave up, or an unexpected answer.
     Failed,
+    /// One of the followed document's refusals.
+    Refusal,
 }
 
 /// What the loop does next.
@@ -122,6 +133,8 @@ pub enum Step {
     NotReadable,
     /// Stop: the service refused the read signature (exit 6).
     SignatureRefused,
+    /// Stop: the read is refused (the answer's error, as a read's).
+    Refused,
 }
 
 /// The watch's state across connections.
@@ -199,6 +212,7 @@ impl Plan {
         }
         let forced = self.choice != ChannelChoice::Auto;
         match end {
+            WsEnd::Refusal => Step::Refused,
             WsEnd::Closed {
                 code: Some(4404), ..
             } => self.not_readable(),
@@ -255,6 +269,7 @@ impl Plan {
             }
             PollEnd::NotReadable => self.not_readable(),
             PollEnd::SignatureRefused => Step::SignatureRefused,
+            PollEnd::Refusal => Step::Refused,
             PollEnd::Busy { retry_after } => {
                 let wait = self.next_delay();
                 Step::After(wait.max(retry_after.unwrap_or_default()))
@@ -401,6 +416,22 @@ mod tests {
             assert_eq!(p.ws_ended(&end, false, NOW), Step::After(S(0)), "{end:?}");
             assert_eq!(p.channel(), Channel::LongPoll, "{end:?}");
         }
+    }
+
+    #[test]
+    fn a_refusal_stops_on_either_channel_with_or_without_a_key() {
+        for (choice, key) in [
+            (ChannelChoice::Auto, true),
+            (ChannelChoice::Auto, false),
+            (ChannelChoice::Only(Channel::WebSocket), true),
+        ] {
+            let mut p = Plan::new(choice, key, false);
+            assert_eq!(p.ws_ended(&WsEnd::Refusal, true, NOW), Step::Refused);
+            assert!(!p.signed(), "never asked again signed");
+        }
+        let mut p = Plan::new(ChannelChoice::Only(Channel::LongPoll), true, false);
+        assert_eq!(p.poll_ended(&PollEnd::Failed), Step::After(S(1)));
+        assert_eq!(p.poll_ended(&PollEnd::Refusal), Step::Refused);
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //! Protocol-level pings from the server are answered by tungstenite itself.
 
 use super::super::http::Response;
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use tungstenite::client::IntoClientRequest;
@@ -141,10 +143,13 @@ impl Connector for TungsteniteConnector {
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_MESSAGE_BYTES))
             .max_frame_size(Some(MAX_MESSAGE_BYTES));
-        let (ws, _) = match tungstenite::client::client_with_config(request, stream, Some(config)) {
+        let stream = Shared(Rc::new(RefCell::new(stream)));
+        let handshake =
+            tungstenite::client::client_with_config(request, stream.clone(), Some(config));
+        let (ws, _) = match handshake {
             Ok(done) => done,
             Err(HandshakeError::Failure(tungstenite::Error::Http(resp))) => {
-                return Err(ConnectError::Refused(refusal(&resp)))
+                return Err(ConnectError::Refused(refusal(&resp, &stream)))
             }
             Err(HandshakeError::Failure(e)) => return Err(net("handshake with", &e)),
             // The read timed out mid-handshake (a blocking socket never
@@ -154,8 +159,7 @@ impl Connector for TungsteniteConnector {
             }
         };
         ws.get_ref()
-            .tcp()
-            .set_read_timeout(Some(self.idle))
+            .set_read_timeout(self.idle)
             .map_err(|e| net("socket options for", &e))?;
         Ok(Box::new(WsSocket { ws }))
     }
@@ -181,8 +185,12 @@ impl TungsteniteConnector {
 }
 
 /// The refused upgrade as the client's [`Response`] (status, headers, body).
-fn refusal(resp: &tungstenite::http::Response<Option<Vec<u8>>>) -> Response {
-    Response {
+/// tungstenite keeps only the body bytes that came with the headers, so
+/// the rest of a `Content-Length` body (at most [`MAX_MESSAGE_BYTES`]) is
+/// read from `stream` here: the refusal's JSON `error` decides what the
+/// watch does next. Best effort: a body cut short is kept as it is.
+fn refusal(resp: &tungstenite::http::Response<Option<Vec<u8>>>, stream: &Shared) -> Response {
+    let mut out = Response {
         status: resp.status().as_u16(),
         headers: resp
             .headers()
@@ -190,7 +198,21 @@ fn refusal(resp: &tungstenite::http::Response<Option<Vec<u8>>>) -> Response {
             .filter_map(|(k, v)| Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.into())))
             .collect(),
         body: resp.body().clone().unwrap_or_default(),
+    };
+    let length = out
+        .headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(MAX_MESSAGE_BYTES);
+    if out.body.len() < length {
+        let missing = (length - out.body.len()) as u64;
+        let mut rest = Vec::new();
+        let _ = stream.clone().take(missing).read_to_end(&mut rest);
+        out.body.extend(rest);
     }
+    out
 }
 
 type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
@@ -210,6 +232,33 @@ fn tls_stream(host: &str, tcp: TcpStream) -> Result<TlsStream, String> {
         .map_err(|e| format!("bad server name {host}: {e}"))?;
     let conn = rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
     Ok(rustls::StreamOwned::new(conn, tcp))
+}
+
+/// The stream, shared with the connector so that a refused upgrade's body
+/// can be read to its end after tungstenite gave up the stream.
+#[derive(Clone)]
+struct Shared(Rc<RefCell<Stream>>);
+
+impl Shared {
+    fn set_read_timeout(&self, t: Duration) -> io::Result<()> {
+        self.0.borrow().tcp().set_read_timeout(Some(t))
+    }
+}
+
+impl Read for Shared {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        self.0.borrow_mut().read(b)
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().write(b)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().flush()
+    }
 }
 
 /// A plain or TLS stream.
@@ -253,7 +302,7 @@ impl Write for Stream {
 }
 
 struct WsSocket {
-    ws: WebSocket<Stream>,
+    ws: WebSocket<Shared>,
 }
 
 impl Socket for WsSocket {
@@ -294,11 +343,7 @@ impl Socket for WsSocket {
 
     fn close(&mut self) {
         // Best effort: a dead peer must not hold the exit up for long.
-        let _ = self
-            .ws
-            .get_ref()
-            .tcp()
-            .set_read_timeout(Some(Duration::from_secs(1)));
+        let _ = self.ws.get_ref().set_read_timeout(Duration::from_secs(1));
         if self.ws.close(None).is_ok() {
             while self.ws.read().is_ok() {}
         }
@@ -320,5 +365,51 @@ mod tests {
             Some("wss://self.example/self/aa/watch")
         );
         assert_eq!(ws_url("ftp://x/self/aa/watch"), None);
+    }
+
+    #[test]
+    fn a_refused_upgrades_body_is_read_to_its_end_even_when_it_comes_later() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let body = r#"{"error":"watch_requires_pro","upgrade_url":"/api/v1/self/upgrade/quote"}"#;
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = conn.read(&mut buf).unwrap();
+                assert!(n > 0);
+                seen.extend_from_slice(&buf[..n]);
+            }
+            let head = format!(
+                "HTTP/1.1 402 Payment Required\r\ncontent-type: application/json\r\n\
+                 content-length: {}\r\n\r\n",
+                body.len()
+            );
+            // The headers and a few bytes, then the rest apart.
+            conn.write_all(head.as_bytes()).unwrap();
+            conn.write_all(&body.as_bytes()[..5]).unwrap();
+            conn.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            conn.write_all(&body.as_bytes()[5..]).unwrap();
+        });
+        let c = TungsteniteConnector {
+            timeout: Duration::from_secs(5),
+            idle: Duration::from_secs(5),
+        };
+        let req = WsRequest {
+            url: format!("ws://127.0.0.1:{port}/api/v1/watch/socket?agent_id=aa"),
+            headers: Vec::new(),
+        };
+        match c.connect(&req) {
+            Err(ConnectError::Refused(resp)) => {
+                assert_eq!(resp.status, 402);
+                assert_eq!(String::from_utf8(resp.body).unwrap(), body);
+            }
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("upgraded"),
+        }
+        server.join().unwrap();
     }
 }

@@ -212,15 +212,28 @@ struct Run {
     result: Result<(), Error>,
 }
 
-/// Watches with `choice` until `stop_after` heads were delivered (or an error).
+/// Watches head.json with `choice` until `stop_after` heads were delivered
+/// (or an error).
 fn watch(fake: &Fake, dir: &Dir, choice: ChannelChoice, stop_after: usize) -> Run {
+    follow(fake, dir, Followed::Head, choice, stop_after)
+}
+
+/// [`watch`] of the `followed` document.
+fn follow(
+    fake: &Fake,
+    dir: &Dir,
+    followed: Followed,
+    choice: ChannelChoice,
+    stop_after: usize,
+) -> Run {
     let client = fake.client(dir);
     let mut heads = Vec::new();
     let mut lines = Vec::new();
     let notes = RefCell::new(Vec::new());
     let clock = fake.clock.clone();
-    let result = client.watch(
+    let result = client.follow(
         &watched(),
+        followed,
         choice,
         &mut WatchIo {
             connector: fake,
@@ -789,6 +802,209 @@ fn notes_read_as_one_line_each() {
     );
     assert_eq!(
         Note::Watching(Channel::LongPoll).to_string(),
-        format!("watching over long-poll (head.json?wait={POLL_WAIT_SECS})")
+        format!("watching over long-poll (wait={POLL_WAIT_SECS})")
     );
+}
+
+// The projected feed's head (`selfcap feed --watch`): the same loop, its
+// own URLs, frames and refusals.
+
+const FEED: Followed = Followed::FeedHead;
+
+/// The projected head's body for cursor `c` (no seq; `sources_included`).
+fn feed_head(c: char) -> String {
+    serde_json::json!({
+        "agent_id": watched().as_str(), "cursor": cursor(c), "prev_cursor": null,
+        "changed": true, "generated_at": "2026-02-10T00:00:00Z", "ttl_sec": 300,
+        "latest_url": "/api/v1/watch/latest", "digest_url": "/api/v1/watch/digest",
+        "sources_included": ["aws_status", "gcp_status"],
+        "counts": {"items": 1, "updated": 0, "removed": 0, "flagged": 0},
+        "all_clear": false,
+        "unresolved": {"sources": [], "tags": [], "stacks": []},
+        "world": {"cursor": cursor('f'), "generated_at": "2026-02-10T00:00:00Z",
+                  "checked_at": "2026-02-10T00:00:00Z", "stale": false}
+    })
+    .to_string()
+}
+
+fn feed_text(c: char) -> Event {
+    Event::Text(feed_head(c))
+}
+
+fn feed_socket_http() -> String {
+    format!("{BASE}/api/v1/watch/socket?agent_id={}", watched())
+}
+
+fn feed_head_url() -> String {
+    format!("{BASE}/api/v1/watch/head?agent_id={}", watched())
+}
+
+/// The exit code `selfcap feed` ends with for this refusal of a read.
+fn read_exit(status: u16, code: &str) -> ExitCode {
+    let req = Request::get(feed_head_url());
+    super::read_error(&req, &json(status, &format!(r#"{{"error":"{code}"}}"#))).exit_code()
+}
+
+#[test]
+fn feed_heads_over_the_feeds_socket_deduped_by_cursor_and_not_head_json() {
+    let fake = Fake::default();
+    fake.attempt(Attempt::Open(vec![
+        feed_text('1'),
+        // A capsule's head is not this document: skipped.
+        text('9', 9),
+        feed_text('1'),
+        closed(1001),
+    ]))
+    .attempt(Attempt::Open(vec![feed_text('1'), feed_text('2')]));
+    let dir = Dir::new("feed-ws", None);
+    let run = follow(&fake, &dir, FEED, AUTO, 2);
+    run.result.as_ref().unwrap();
+    assert_eq!(cursors(&run), [cursor('1'), cursor('2')]);
+    assert_eq!(run.heads[0].1, None, "a projected head has no seq");
+    let v: serde_json::Value = serde_json::from_str(&run.lines[1]).unwrap();
+    assert_eq!(v["sources_included"][1], "gcp_status");
+    let ups = fake.upgrades();
+    assert_eq!(
+        ups[0].url,
+        format!("ws://svc.test/api/v1/watch/socket?agent_id={}", watched())
+    );
+    assert!(run.notes.iter().any(|n| matches!(n,
+        Note::Skipped(why) if why.contains("not a projected head"))));
+    assert!(fake.requests().is_empty(), "no key: no probe, no poll");
+}
+
+#[test]
+fn feed_refusals_end_the_watch_as_feed_would_without_a_signed_retry() {
+    let key = AgentKey::from_seed(&[6u8; 32]);
+    let pro = r#"{"error":"watch_requires_pro","upgrade_url":"/api/v1/self/upgrade/quote"}"#;
+    // Refused at the upgrade (a free agent): at once, on any channel choice.
+    for choice in [AUTO, ChannelChoice::Only(Channel::WebSocket)] {
+        let fake = Fake::default();
+        fake.attempt(Attempt::Refuse(json(402, pro)));
+        let dir = Dir::new("feed-402", None);
+        let e = follow(&fake, &dir, FEED, choice, 10).result.unwrap_err();
+        assert_eq!(e.exit_code(), read_exit(402, "watch_requires_pro"), "{e}");
+        assert!(e.to_string().contains("watch_requires_pro"), "{e}");
+        assert!(fake.slept().is_empty() && fake.requests().is_empty());
+    }
+    // Closed with a refusal (a lapsed plan, a removed watch) after heads,
+    // with a key: final at once, never asked again signed.
+    for (close, status, code) in [
+        (4402, 402, "watch_requires_pro"),
+        (4404, 404, "watch_not_set"),
+    ] {
+        let fake = Fake::default();
+        fake.poll(json(200, &feed_head('1')), S(0)); // the probe: public
+        fake.attempt(Attempt::Open(vec![
+            feed_text('1'),
+            Event::Closed {
+                code: Some(close),
+                reason: code.into(),
+            },
+        ]));
+        let dir = Dir::new(&format!("feed-{close}"), Some(&key));
+        let run = follow(&fake, &dir, FEED, AUTO, 10);
+        let e = run.result.unwrap_err();
+        assert_eq!(e.exit_code(), read_exit(status, code), "{e}");
+        let said = e.to_string();
+        assert!(
+            said.contains(&close.to_string()) && said.contains(code),
+            "{said}"
+        );
+        assert_eq!(run.heads.len(), 1);
+        assert_eq!(fake.upgrades().len(), 1);
+        assert_eq!(
+            fake.requests()[0].url,
+            feed_head_url(),
+            "the probe reads the feed's head"
+        );
+    }
+    // Close 4404 capsule_not_found: as head.json's (not readable, exit 7).
+    let fake = Fake::default();
+    fake.attempt(Attempt::Open(vec![
+        feed_text('1'),
+        Event::Closed {
+            code: Some(4404),
+            reason: "capsule_not_found".into(),
+        },
+    ]));
+    let dir = Dir::new("feed-4404-nf", None);
+    let e = follow(&fake, &dir, FEED, AUTO, 10).result.unwrap_err();
+    assert_eq!(e.exit_code(), ExitCode::NotFound, "{e}");
+    // head.json's watch knows no such refusals: a 4402 is any other close.
+    let fake = Fake::default();
+    fake.attempt(Attempt::Open(vec![text('1', 1), closed(4402)]))
+        .attempt(Attempt::Open(vec![text('2', 2)]));
+    let dir = Dir::new("head-4402", None);
+    watch(&fake, &dir, AUTO, 2).result.unwrap();
+}
+
+#[test]
+fn feed_long_poll_asks_the_projected_head_with_wait_and_its_etag() {
+    let fake = Fake::default();
+    fake.poll(json(200, &feed_head('1')), S(0))
+        .poll(json(304, ""), S(POLL_WAIT_SECS))
+        .poll(json(200, &feed_head('2')), S(4))
+        .poll(json(404, r#"{"error":"watch_not_set"}"#), S(0));
+    let dir = Dir::new("feed-lp", None);
+    let run = follow(
+        &fake,
+        &dir,
+        FEED,
+        ChannelChoice::Only(Channel::LongPoll),
+        10,
+    );
+    assert_eq!(cursors(&run), [cursor('1'), cursor('2')]);
+    let e = run.result.unwrap_err();
+    assert_eq!(e.exit_code(), read_exit(404, "watch_not_set"), "{e}");
+    assert!(e.to_string().contains("watch_not_set"), "{e}");
+    let reqs = fake.requests();
+    let want = format!("{}&wait={POLL_WAIT_SECS}", feed_head_url());
+    assert!(reqs.iter().all(|r| r.url == want), "{:?}", reqs[0].url);
+    let inm = |r: &Request| header(&r.headers, "if-none-match").map(str::to_string);
+    assert_eq!(inm(&reqs[0]), None);
+    assert_eq!(inm(&reqs[1]), Some(format!("\"{}\"", "1".repeat(64))));
+    assert_eq!(inm(&reqs[3]), Some(format!("\"{}\"", "2".repeat(64))));
+    assert!(fake.upgrades().is_empty());
+    assert!(fake.slept().is_empty());
+}
+
+#[test]
+fn feed_of_a_private_capsule_is_probed_on_its_head_then_signed() {
+    let key = AgentKey::from_seed(&[7u8; 32]);
+    let fake = Fake::default();
+    fake.poll(json(404, r#"{"error":"capsule_not_found"}"#), S(0))
+        .poll(json(200, &feed_head('1')), S(0));
+    fake.attempt(Attempt::Open(vec![feed_text('1')]));
+    let dir = Dir::new("feed-probe", Some(&key));
+    let run = follow(&fake, &dir, FEED, AUTO, 1);
+    run.result.as_ref().unwrap();
+    let reqs = fake.requests();
+    assert!(reqs.iter().all(|r| r.url == feed_head_url()));
+    assert_eq!((reqs[0].signed, reqs[1].signed), (false, true));
+    let h = &fake.upgrades()[0].headers;
+    let lookup = |name: &str| header(h, name).map(str::to_string);
+    let http_url = feed_socket_http();
+    let signed = read_auth::SignedRead {
+        method: "GET",
+        target_uri: &http_url,
+        header: &lookup,
+    };
+    let now_s = crate::client::now_ms() / 1000;
+    assert_eq!(
+        read_auth::verify(&signed, now_s).unwrap().agent_id,
+        key.agent_id()
+    );
+    // An upgrade refused 404 capsule_not_found says "no capsule, or
+    // private", not head.json's "private" alone.
+    let gone = Fake::default();
+    gone.attempt(Attempt::Refuse(json(
+        404,
+        r#"{"error":"capsule_not_found"}"#,
+    )));
+    let empty = Dir::new("feed-none", None);
+    let e = follow(&gone, &empty, FEED, AUTO, 1).result.unwrap_err();
+    assert_eq!(e.exit_code(), ExitCode::NotFound);
+    assert!(e.to_string().contains("no capsule for"), "{e}");
+    assert!(e.to_string().contains("or it is private"), "{e}");
 }
