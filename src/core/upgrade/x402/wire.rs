@@ -669,6 +669,9 @@ pub(crate) mod tests {
         assert!(e.detail_or_code().contains("eip155:8453"), "{e:?}");
     }
 
+    /// One change to a payment document.
+    type Change = Box<dyn Fn(&mut Value)>;
+
     /// The v2 vector of Base with one part of its document changed.
     fn altered(change: impl Fn(&mut Value)) -> Result<Payment, Refusal> {
         let mut doc = case(8453)["v2"]["payment_payload"].clone();
@@ -682,7 +685,7 @@ pub(crate) mod tests {
         let auth = |k: &'static str, v: Value| {
             move |d: &mut Value| d["payload"]["authorization"][k] = v.clone()
         };
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(Change, &str)> = vec![
             (Box::new(auth("value", json!(5004217))), "value"),
             (Box::new(auth("value", json!("05004217"))), "value"),
             (Box::new(auth("value", json!("-1"))), "value"),
