@@ -187,7 +187,7 @@ pub fn check_settlement(want: &Expected, id: &PaymentId, seen: &Observed<'_>) ->
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::core::json;
     use crate::core::upgrade::amount::Usdc;
@@ -268,7 +268,7 @@ mod tests {
 
     /// The recorded anvil receipt of a plain `transfer` of 5.004217 USDC
     /// from anvil account 1 to the treasury (tests/fixtures/receipts).
-    fn recorded() -> json::Json {
+    pub(crate) fn recorded() -> json::Json {
         json::parse(include_bytes!(
             "../../../../tests/fixtures/receipts/good_transfer.json"
         ))
@@ -277,7 +277,7 @@ mod tests {
 
     /// The same receipt as `transferWithAuthorization` leaves it: EIP-3009
     /// tokens emit `AuthorizationUsed` before the `Transfer`.
-    fn with_authorization_used(mut rpc: json::Json, id: &PaymentId) -> json::Json {
+    pub(crate) fn with_authorization_used(mut rpc: json::Json, id: &PaymentId) -> json::Json {
         let tx = rpc
             .get("receipt")
             .and_then(|r| r.get("transactionHash"))
@@ -316,7 +316,7 @@ mod tests {
         rpc
     }
 
-    fn expected(min_confirmations: u64) -> Expected {
+    pub(crate) fn expected(min_confirmations: u64) -> Expected {
         let cfg = test_config();
         Expected {
             chain_id: 8453,
@@ -329,7 +329,7 @@ mod tests {
         }
     }
 
-    fn check(rpc: &Json, id: &PaymentId, min: u64) -> Onchain {
+    pub(crate) fn check(rpc: &Json, id: &PaymentId, min: u64) -> Onchain {
         let tx = rpc
             .get("receipt")
             .and_then(|r| r.get("transactionHash"))

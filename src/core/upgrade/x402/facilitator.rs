@@ -183,10 +183,72 @@ mod tests {
         assert_eq!(v["paymentPayload"], decoded);
     }
 
+    /// What a facilitator on the official library answers
+    /// (make-facilitator-answers.mjs).
+    fn library(name: &str) -> (u16, String) {
+        let v: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../tests/vectors/x402/facilitator-answers.json"
+        ))
+        .unwrap();
+        let a = &v["answers"][name];
+        (a["status"].as_u64().unwrap() as u16, a["body"].to_string())
+    }
+
     #[test]
     fn settle_answers_by_what_they_say_about_money() {
-        let tx = format!("0x{}", "ab".repeat(32));
-        // specs/transports-v2/http.md, the settlement examples.
+        let tx = format!("0x{}", "cd".repeat(32));
+        let settle = |name: &str| {
+            let (status, body) = library(name);
+            answered(status, &body)
+        };
+        assert_eq!(
+            settle("settle_success"),
+            Settle::Sent {
+                tx_hash: tx.clone(),
+                success: true,
+                reason: None
+            }
+        );
+        // Broadcast, receipt not awaited (2.27): the chain will say.
+        assert_eq!(
+            settle("settle_pending"),
+            Settle::Sent {
+                tx_hash: tx.clone(),
+                success: false,
+                reason: Some(SETTLEMENT_PENDING.into())
+            }
+        );
+        assert_eq!(
+            settle("settle_reverted"),
+            Settle::Sent {
+                tx_hash: tx.clone(),
+                success: false,
+                reason: Some("invalid_exact_evm_transaction_failed".into())
+            }
+        );
+        // Refused before any broadcast, by its word. (A write that threw
+        // reads the same: which is why a 402 also needs the chain to show
+        // the authorization unused, and the invoice stays bound.)
+        for (name, reason) in [
+            ("settle_bad_signature", "invalid_exact_evm_signature"),
+            (
+                "settle_expired",
+                "invalid_exact_evm_payload_authorization_valid_before",
+            ),
+            (
+                "settle_write_failed",
+                "invalid_exact_evm_transaction_failed",
+            ),
+        ] {
+            assert_eq!(
+                settle(name),
+                Settle::Refused {
+                    reason: reason.into()
+                },
+                "{name}"
+            );
+        }
+        // specs/transports-v2/http.md's settlement examples.
         assert_eq!(
             answered(
                 200,
@@ -201,31 +263,25 @@ mod tests {
         );
         let failure = r#"{"success":false,"errorReason":"insufficient_funds","transaction":"","network":"eip155:84532","payer":"0x857b06519E91e3A54538791bDbb0E22373e36b66"}"#;
         assert_eq!(
-            answered(200, failure),
-            Settle::Refused {
-                reason: "insufficient_funds".into()
-            }
-        );
-        assert_eq!(
             answered(400, failure),
             Settle::Refused {
                 reason: "insufficient_funds".into()
             }
         );
-        assert!(matches!(answered(500, failure), Settle::Unknown(_)));
-        // @x402/evm 2.27's settlementPendingResponse: broadcast, receipt unknown.
-        let pending = format!(
-            r#"{{"success":false,"errorReason":"settlement_pending","errorMessage":"timed out","transaction":"{tx}","network":"eip155:8453","payer":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8"}}"#
-        );
+        // The example facilitator's hook abort: 200, no transaction member.
         assert_eq!(
-            answered(200, &pending),
-            Settle::Sent {
-                tx_hash: tx.clone(),
-                success: false,
-                reason: Some(SETTLEMENT_PENDING.into())
+            answered(
+                200,
+                r#"{"success":false,"errorReason":"verification_timeout","network":"unknown"}"#
+            ),
+            Settle::Refused {
+                reason: "verification_timeout".into()
             }
         );
+        // A server error may have broadcast: unknown, even with a refusal.
+        assert!(matches!(answered(500, failure), Settle::Unknown(_)));
         for (status, body) in [
+            (500, r#"{"error":"Unknown error"}"#),
             (200, "<html>"),
             (502, "Bad Gateway"),
             (200, r#"{"isValid":true}"#),
@@ -248,7 +304,14 @@ mod tests {
                 body: body.as_bytes(),
             })
         };
-        assert_eq!(v(200, r#"{"isValid":true,"payer":"0x1"}"#), Verify::Valid);
+        let (status, body) = library("verify_valid");
+        assert_eq!(v(status, &body), Verify::Valid);
+        let (status, body) = library("verify_bad_signature");
+        assert_eq!(
+            v(status, &body),
+            Verify::Invalid("invalid_exact_evm_signature".into())
+        );
+        // HTTPFacilitatorClient's reading of a 400 carrying isValid.
         assert_eq!(
             v(
                 400,
@@ -256,7 +319,10 @@ mod tests {
             ),
             Verify::Invalid("invalid_exact_evm_payload_signature".into())
         );
-        assert!(matches!(v(500, "oops"), Verify::Unknown(_)));
+        assert!(matches!(
+            v(500, r#"{"error":"Unknown error"}"#),
+            Verify::Unknown(_)
+        ));
         assert!(matches!(read_verify(Reply::Silent), Verify::Unknown(_)));
     }
 }

@@ -330,6 +330,7 @@ pub fn credit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::json::Json;
     use crate::core::upgrade::x402::config::test_x402_config;
     use crate::core::upgrade::x402::invoice::tests::{agent, open_invoice, payment, SIGNED_AT};
 
@@ -636,6 +637,62 @@ mod tests {
         assert_eq!(
             on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
             Unpaid::Quote
+        );
+    }
+
+    #[test]
+    fn a_purchase_from_the_libraries_formats_to_the_settlement_header() {
+        use crate::core::upgrade::config::test_config;
+        use crate::core::upgrade::x402::chain::tests::{check, recorded, with_authorization_used};
+        use crate::core::upgrade::x402::chain::{read_authorization_state, tx_of_authorization};
+        use crate::core::upgrade::x402::facilitator::{read_settle, Reply};
+        use crate::core::upgrade::x402::wire::payment_response;
+        use base64::engine::general_purpose::STANDARD;
+        use base64::Engine as _;
+        let cfg = test_config();
+        let (p, id) = (payment(), agent());
+        let mut book = X402Book::default();
+        book.add(open_invoice(60));
+        let inv = book.invoice_for(Tier::Pro, &p, &cfg, T).unwrap();
+        assert_eq!(on_payment(inv, &p, id.as_str(), T), Ok(Paid::Settle));
+        // The facilitator (the library's) says success with its hash...
+        let answers: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../tests/vectors/x402/facilitator-answers.json"
+        ))
+        .unwrap();
+        let said = read_settle(Reply::Answered {
+            status: 200,
+            body: answers["answers"]["settle_success"]["body"]
+                .to_string()
+                .as_bytes(),
+        });
+        let named = tx_to_check(inv, Some(&said)).unwrap();
+        // ...which the node does not know; the nonce is used, and its log
+        // names the transaction that did it (the recorded anvil receipt
+        // with the token's AuthorizationUsed): a front-run, or a lie.
+        let word_one = Json::from(format!("0x{:064x}", 1));
+        let used = read_authorization_state(&word_one);
+        let rpc = with_authorization_used(recorded().get("rpc").cloned().unwrap(), &p.id);
+        let logs = rpc.get("receipt").and_then(|r| r.get("logs")).unwrap();
+        let found = tx_of_authorization(logs, &p.id).unwrap().unwrap();
+        assert_ne!(found, named);
+        let facts = Facts {
+            used,
+            seen: Some((found.clone(), check(&rpc, &p.id, 1))),
+        };
+        let Outcome::Credit(c) = after_settle(inv, Some(&said), &facts) else {
+            panic!()
+        };
+        let body = credit(inv, &mut Entitlement::default(), id.as_str(), &c, T + 3000).unwrap();
+        assert_eq!(body.tx_hash, found);
+        let (name, value) = payment_response(&p, &body.tx_hash);
+        assert_eq!(name, "PAYMENT-RESPONSE");
+        let decoded: serde_json::Value =
+            serde_json::from_slice(&STANDARD.decode(value).unwrap()).unwrap();
+        assert_eq!(decoded["transaction"], found.as_str());
+        assert_eq!(
+            decoded["payer"],
+            "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
         );
     }
 }
