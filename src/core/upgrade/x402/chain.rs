@@ -138,52 +138,55 @@ pub enum Onchain {
 /// `want.min_confirmations` deep. The receipt is read (and checked against
 /// the block and head) as a claim's is.
 pub fn check_settlement(want: &Expected, id: &PaymentId, seen: &Observed<'_>) -> Onchain {
-    let verdict = check_payment(want, seen);
-    let mined = match &verdict {
-        Verdict::Paid { block_number, .. } => *block_number,
-        Verdict::Pending { .. } => 0,
-        Verdict::NotFound => return Onchain::NotFound,
-        Verdict::Refused(why) => return Onchain::NotThisPayment(format!("{why:?}")),
-        Verdict::ProviderFault(why) => return Onchain::ProviderFault(why.clone()),
-    };
-    // check_payment found a transfer of the amount to the treasury; this
-    // one must also come from the payer, beside the authorization's log.
-    let logs = seen
-        .receipt
-        .get("logs")
-        .and_then(Json::as_array)
-        .unwrap_or(&[]);
-    let from_payer = logs.iter().find_map(|log| {
-        let topics = log.get("topics").and_then(Json::as_array)?;
-        let is_it = same(field(log, "address"), want.usdc.as_str())
+    match check_payment(want, seen) {
+        Verdict::Paid { block_number, .. } => match executes(want, id, seen.receipt) {
+            Ok(log_index) => Onchain::Credit {
+                tx_hash: seen.tx_hash.to_owned(),
+                log_index,
+                block_number,
+            },
+            Err(why) => Onchain::NotThisPayment(why),
+        },
+        Verdict::Pending {
+            confirmations,
+            needed,
+        } => match executes(want, id, seen.receipt) {
+            Ok(_) => Onchain::Confirming {
+                confirmations,
+                needed,
+            },
+            Err(why) => Onchain::NotThisPayment(why),
+        },
+        Verdict::NotFound => Onchain::NotFound,
+        Verdict::Refused(why) => Onchain::NotThisPayment(format!("{why:?}")),
+        Verdict::ProviderFault(why) => Onchain::ProviderFault(why),
+    }
+}
+
+/// The `logIndex` of the payer's `Transfer` of the amount to the treasury,
+/// when the receipt also holds the authorization's `AuthorizationUsed`.
+/// (`check_payment` found a transfer of the amount to the treasury; this
+/// one must also come from the payer.)
+fn executes(want: &Expected, id: &PaymentId, receipt: &Json) -> Result<u64, String> {
+    let logs = receipt.get("logs").and_then(Json::as_array).unwrap_or(&[]);
+    let live = |log: &&Json| {
+        same(field(log, "address"), want.usdc.as_str())
             && !matches!(log.get("removed"), Some(Json::Bool(true)))
-            && topics.len() == 3
+    };
+    let from_payer = logs.iter().filter(live).find_map(|log| {
+        let topics = log.get("topics").and_then(Json::as_array)?;
+        let is_it = topics.len() == 3
             && same(topics[0].as_str(), TRANSFER_TOPIC)
             && same(topics[1].as_str(), &id.from.as_topic())
             && same(topics[2].as_str(), &want.treasury.as_topic())
             && field(log, "data").and_then(word_u128) == Some(u128::from(want.amount.0));
         is_it.then(|| field(log, "logIndex").and_then(quantity))?
     });
-    let Some(log_index) = from_payer else {
-        return Onchain::NotThisPayment("no Transfer of the amount from the payer".into());
-    };
+    let log_index = from_payer.ok_or("no Transfer of the amount from the payer")?;
     if !logs.iter().any(|l| is_authorization_used(l, id)) {
-        return Onchain::NotThisPayment("no AuthorizationUsed for this payer and nonce".into());
+        return Err("no AuthorizationUsed for this payer and nonce".into());
     }
-    match verdict {
-        Verdict::Pending {
-            confirmations,
-            needed,
-        } => Onchain::Confirming {
-            confirmations,
-            needed,
-        },
-        _ => Onchain::Credit {
-            tx_hash: seen.tx_hash.to_owned(),
-            log_index,
-            block_number: mined,
-        },
-    }
+    Ok(log_index)
 }
 
 #[cfg(test)]
@@ -277,43 +280,19 @@ pub(crate) mod tests {
 
     /// The same receipt as `transferWithAuthorization` leaves it: EIP-3009
     /// tokens emit `AuthorizationUsed` before the `Transfer`.
-    pub(crate) fn with_authorization_used(mut rpc: json::Json, id: &PaymentId) -> json::Json {
-        let tx = rpc
-            .get("receipt")
-            .and_then(|r| r.get("transactionHash"))
-            .cloned()
-            .unwrap();
-        let log = object_of(vec![
-            ("address", Json::from(id.asset.as_str())),
-            (
-                "topics",
-                Json::Array(vec![
-                    Json::from(AUTHORIZATION_USED_TOPIC),
-                    Json::from(id.from.as_topic()),
-                    Json::from(id.nonce.as_str()),
-                ]),
-            ),
-            ("data", Json::from("0x")),
-            ("transactionHash", tx),
-            ("logIndex", Json::from("0x1")),
-            ("removed", Json::Bool(false)),
-        ]);
-        if let Json::Object(m) = &mut rpc {
-            for (k, v) in m.iter_mut() {
-                if k == "receipt" {
-                    if let Json::Object(r) = v {
-                        for (rk, rv) in r.iter_mut() {
-                            if rk == "logs" {
-                                if let Json::Array(logs) = rv {
-                                    logs.push(log.clone());
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        rpc
+    pub(crate) fn with_authorization_used(rpc: json::Json, id: &PaymentId) -> json::Json {
+        let mut v = serde_json::to_value(&rpc).unwrap();
+        let tx = v["receipt"]["transactionHash"].clone();
+        let log = serde_json::json!({
+            "address": id.asset.as_str(),
+            "topics": [AUTHORIZATION_USED_TOPIC, id.from.as_topic(), id.nonce.as_str()],
+            "data": "0x",
+            "transactionHash": tx,
+            "logIndex": "0x1",
+            "removed": false,
+        });
+        v["receipt"]["logs"].as_array_mut().unwrap().push(log);
+        json::parse(v.to_string().as_bytes()).unwrap()
     }
 
     pub(crate) fn expected(min_confirmations: u64) -> Expected {
