@@ -13,6 +13,7 @@
 //!
 //! | concern                                              | module           |
 //! |------------------------------------------------------|------------------|
+//! | the endpoint's query                                 | [`ask`]          |
 //! | the X402_* vars                                      | [`config`]       |
 //! | headers: payment in, 402 and settlement response out | [`wire`]         |
 //! | the facilitator's `/settle` and `/verify`            | [`facilitator`]  |
@@ -20,6 +21,7 @@
 //! | `authorizationState`, `AuthorizationUsed`, receipts  | [`chain`]        |
 //! | a paid request, its settlement and the alarm         | [`settle`]       |
 
+pub mod ask;
 pub mod chain;
 pub mod config;
 pub mod facilitator;
