@@ -19,7 +19,11 @@
 //   normal                  the library's answer
 //   hang_after_broadcast    settle for real (the tx is mined), then never answer,
 //                           or answer the real result after {delayMs}
-//   fail_before_broadcast   HTTP 500, nothing sent to the chain
+//   fail_before_broadcast   the library's own failure answer, nothing sent to the chain:
+//                           200 {success:false, errorReason, transaction:"", network, payer}
+//                           (what its facilitator answers when settling fails before a broadcast)
+//   error_500               HTTP 500 and nothing sent (a crash: the caller cannot tell
+//                           whether anything was broadcast)
 //   fake_success            {success:true} with a made-up tx hash, nothing sent
 //   settlement_pending      broadcast, then the receipt wait fails: the library's
 //                           own 2.27 answer {success:false, errorReason:
@@ -42,6 +46,7 @@ export const MODES = Object.freeze([
   'normal',
   'hang_after_broadcast',
   'fail_before_broadcast',
+  'error_500',
   'fake_success',
   'settlement_pending',
   'down',
@@ -155,7 +160,16 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
 
   async function settle(paymentPayload, paymentRequirements, answer) {
     const m = mode;
-    if (m.name === 'fail_before_broadcast') return answer(500, { error: 'x402 fixture: settlement failed before broadcast' });
+    if (m.name === 'fail_before_broadcast') {
+      return answer(200, {
+        success: false,
+        errorReason: 'unexpected_settle_error',
+        transaction: '',
+        network: paymentRequirements.network,
+        payer: paymentPayload.payload?.authorization?.from,
+      });
+    }
+    if (m.name === 'error_500') return answer(500, { error: 'x402 fixture: the facilitator failed' });
     if (m.name === 'fake_success') {
       return answer(200, {
         success: true,

@@ -184,6 +184,7 @@ const POST_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ),
     ("/api/v1/self/upgrade/quote", QUOTE_STATUSES, QUOTE_CODES),
     ("/api/v1/self/upgrade/claim", CLAIM_STATUSES, CLAIM_CODES),
+    ("/api/v1/self/upgrade/x402", X402_STATUSES, X402_CODES),
     ("/mcp", MCP_STATUSES, MCP_CODES),
 ];
 /// `POST /mcp`: JSON-RPC answers; the reason codes are those of the
@@ -225,6 +226,27 @@ const CLAIM_CODES: &[&str] = &[
     "upgrades_not_configured",
     "service_unavailable",
 ];
+/// The x402 purchase (src/worker/handlers/x402.rs and the agent object's
+/// x402 part).
+const X402_STATUSES: &[u16] = &[200, 400, 402, 409, 429, 503];
+const X402_CODES: &[&str] = &[
+    "bad_upgrade_request",
+    "bad_x402_payment",
+    "x402_payment_required",
+    "x402_invoice_mismatch",
+    "x402_payment_invalid",
+    "x402_settlement_failed",
+    "x402_settlement_in_progress",
+    "invoice_already_paid",
+    "payment_already_claimed",
+    "quote_rate_exceeded",
+    "x402_settlement_pending",
+    "x402_facilitator_unavailable",
+    "x402_not_configured",
+    "upgrades_not_configured",
+    "payment_provider_unavailable",
+    "service_unavailable",
+];
 /// Codes that can never answer a PUT to capsule.json (every other code can).
 const NOT_ON_PUT: &[&str] = &[
     "read_signature_invalid",
@@ -263,6 +285,16 @@ const NOT_ON_PUT: &[&str] = &[
     "payment_already_claimed",
     "payment_provider_unavailable",
     "upgrades_not_configured",
+    // The x402 purchase's own codes answer only it.
+    "x402_payment_required",
+    "bad_x402_payment",
+    "x402_invoice_mismatch",
+    "x402_payment_invalid",
+    "x402_settlement_failed",
+    "x402_settlement_in_progress",
+    "x402_settlement_pending",
+    "x402_facilitator_unavailable",
+    "x402_not_configured",
     // The projected watch feeds' own codes answer only their reads.
     "watch_not_set",
     "watch_requires_pro",

@@ -161,6 +161,16 @@ reason_codes! {
     PaymentAlreadyClaimed => "payment_already_claimed", 409, Request, "This payment already credited another invoice or agent; each payment credits once.";
     PaymentProviderUnavailable => "payment_provider_unavailable", 503, Server, "The service could not verify the payment on-chain just now; nothing was credited. Resend the same claim after retry_after_sec.";
     UpgradesNotConfigured => "upgrades_not_configured", 503, Server, "This deployment takes no payments; stay on the free tier.";
+    // --- buying a plan with x402 (POST /api/v1/self/upgrade/x402) ---
+    X402PaymentRequired => "x402_payment_required", 402, Request, "Pay the 402's invoice: sign an EIP-3009 authorization for exactly its amount (PAYMENT-REQUIRED header, or the v1 body) and resend the request with PAYMENT-SIGNATURE (v1: X-PAYMENT).";
+    BadX402Payment => "bad_x402_payment", 400, FixPayload, "Fix the payment header (base64 of the x402 JSON: scheme exact, this chain's network, its USDC and treasury, a well-formed authorization); do not resend it unchanged.";
+    X402InvoiceMismatch => "x402_invoice_mismatch", 402, Request, "The authorization pays no open invoice of this agent and plan (amount, recipient or time window); sign a new one for the invoice in this 402.";
+    X402PaymentInvalid => "x402_payment_invalid", 402, Request, "The chain refuses the authorization (nonce used, balance, signature); nothing moved. Sign a new one for the invoice in this 402.";
+    X402SettlementFailed => "x402_settlement_failed", 402, Request, "The facilitator refused to settle and the chain shows the authorization unused; nothing moved. Pay the new invoice in this 402.";
+    X402SettlementInProgress => "x402_settlement_in_progress", 409, BackOff, "Another authorization for this invoice is being settled; do not sign a second one. Resend that one, or read head.json, after retry_after_sec.";
+    X402SettlementPending => "x402_settlement_pending", 503, Server, "The payment may have moved and its outcome is not known yet; never sign again. Resend the same header (or read head.json) after retry_after_sec.";
+    X402FacilitatorUnavailable => "x402_facilitator_unavailable", 503, Server, "The facilitator could not be reached before anything was settled; nothing moved. Resend the same header after retry_after_sec.";
+    X402NotConfigured => "x402_not_configured", 503, Server, "This deployment takes no x402 payments; use the quote, transfer and claim upgrade instead.";
     // --- projected watch feeds (GET /api/v1/watch/*) ---
     WatchNotSet => "watch_not_set", 404, Request, "This agent's capsule has no watch; publish one (tags, sources, stacks) to have a projected feed.";
     WatchRequiresPro => "watch_requires_pro", 402, BackOff, "Projected feeds are a Pro feature: upgrade (upgrade_url), or filter the upstream feed locally (upstream_head_url, upstream_sources_url).";

@@ -24,6 +24,8 @@ pub const KEYS_PATH: &str = "/api/v1/self/keys";
 pub const QUOTE_PATH: &str = "/api/v1/self/upgrade/quote";
 /// Path of the upgrade claim.
 pub const CLAIM_PATH: &str = "/api/v1/self/upgrade/claim";
+/// Path of the x402 purchase (`?plan=…&agent_id=…`, §10).
+pub const X402_PATH: &str = "/api/v1/self/upgrade/x402";
 /// Paths of an agent's projected watch feed (`?agent_id=…`, §15).
 pub const FEED_PATHS: [(FeedDoc, &str); 3] = [
     (FeedDoc::Head, "/api/v1/watch/head"),
@@ -93,6 +95,11 @@ pub const PREFLIGHT_HEADERS: &str =
 pub const MCP_PREFLIGHT_HEADERS: &str =
     "Content-Type, Accept, Authorization, Mcp-Protocol-Version, \
     Mcp-Session-Id, Last-Event-ID, Signature, Signature-Input, Self-Public-Key";
+
+/// Request headers an x402 client sends: the payment (v2 and v1) and the
+/// `Access-Control-Expose-Headers` some clients send as a request header.
+pub const X402_PREFLIGHT_HEADERS: &str =
+    "Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Access-Control-Expose-Headers";
 
 /// The request methods the service tells apart. Anything else (`DELETE`,
 /// `PATCH`, WebDAV's `PROPFIND`, …) is [`Method::Other`], which no route
@@ -248,6 +255,8 @@ pub enum Route<'a> {
     Quote,
     /// `POST /api/v1/self/upgrade/claim`.
     Claim,
+    /// `POST /api/v1/self/upgrade/x402?plan=…&agent_id=…`.
+    X402,
     /// `POST /mcp`.
     Mcp,
     /// `GET /api/v1/watch/{head,latest,digest}?agent_id=…`.
@@ -300,6 +309,8 @@ pub enum Action<'a> {
     Quote,
     /// `POST` an upgrade claim.
     Claim,
+    /// `POST` an x402 purchase (the query is checked by the handler).
+    X402,
     /// `POST` one MCP message.
     Mcp,
     /// Open a watch of an agent's projected head (the WebSocket upgrade
@@ -352,6 +363,9 @@ impl<'a> Route<'a> {
         if path == CLAIM_PATH {
             return Route::Claim;
         }
+        if path == X402_PATH {
+            return Route::X402;
+        }
         if path == MCP_PATH {
             return Route::Mcp;
         }
@@ -380,7 +394,9 @@ impl<'a> Route<'a> {
     pub fn allow(&self) -> Option<&'static str> {
         match self {
             Route::Agent { doc, .. } => Some(doc.allow()),
-            Route::Bootstrap | Route::Quote | Route::Claim | Route::Mcp => Some(ALLOW_POST),
+            Route::Bootstrap | Route::Quote | Route::Claim | Route::X402 | Route::Mcp => {
+                Some(ALLOW_POST)
+            }
             Route::Keys | Route::Feed(_) => Some(ALLOW_READ),
             Route::Watch { .. } | Route::FeedSocket => Some(ALLOW_WATCH),
             Route::NotFound => None,
@@ -394,10 +410,10 @@ impl<'a> Route<'a> {
             return Action::NotFound;
         };
         if method == Method::Options {
-            let headers = if self == Route::Mcp {
-                MCP_PREFLIGHT_HEADERS
-            } else {
-                PREFLIGHT_HEADERS
+            let headers = match self {
+                Route::Mcp => MCP_PREFLIGHT_HEADERS,
+                Route::X402 => X402_PREFLIGHT_HEADERS,
+                _ => PREFLIGHT_HEADERS,
             };
             return Action::Preflight { allow, headers };
         }
@@ -408,6 +424,7 @@ impl<'a> Route<'a> {
             Route::Bootstrap if method == Method::Post => Action::Bootstrap,
             Route::Quote if method == Method::Post => Action::Quote,
             Route::Claim if method == Method::Post => Action::Claim,
+            Route::X402 if method == Method::Post => Action::X402,
             Route::Mcp if method == Method::Post => Action::Mcp,
             Route::Keys if method.is_read() => Action::Keys { head_only },
             Route::Feed(doc) if method.is_read() => Action::Feed { doc, head_only },
@@ -415,6 +432,7 @@ impl<'a> Route<'a> {
             Route::Bootstrap
             | Route::Quote
             | Route::Claim
+            | Route::X402
             | Route::Mcp
             | Route::Keys
             | Route::Feed(_)
@@ -473,6 +491,7 @@ pub fn templates() -> Vec<(String, &'static str)> {
     out.push((KEYS_PATH.to_owned(), ALLOW_READ));
     out.push((QUOTE_PATH.to_owned(), ALLOW_POST));
     out.push((CLAIM_PATH.to_owned(), ALLOW_POST));
+    out.push((X402_PATH.to_owned(), ALLOW_POST));
     out.push((MCP_PATH.to_owned(), ALLOW_POST));
     for (_, p) in FEED_PATHS {
         out.push((p.to_owned(), ALLOW_READ));

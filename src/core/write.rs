@@ -64,6 +64,21 @@ pub struct AgentState {
     /// genesis key signs). The log itself is stored beside the state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeysSummary>,
+    /// An x402 settlement the agent's object finishes on its own (`None`:
+    /// none in flight). Kept here because every commit writes the state, so
+    /// whatever else re-arms the object's one alarm knows not to drop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x402_due: Option<X402Due>,
+}
+
+/// When the agent's object must next look at an x402 settlement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct X402Due {
+    /// The agent (an object does not reliably know its own name, and the
+    /// alarm that credits needs it).
+    pub agent_id: String,
+    /// When to look next, Unix ms.
+    pub check_at_ms: u64,
 }
 
 /// The last accepted write.
@@ -779,6 +794,12 @@ impl AgentState {
             Some((seq, digest)) => self.cooldown.note_reject(*seq, digest, now_ms),
             None => false,
         }
+    }
+
+    /// When an x402 settlement needs the object's alarm next, if one is in
+    /// flight.
+    pub fn x402_due_at(&self) -> Option<u64> {
+        self.x402_due.as_ref().map(|d| d.check_at_ms)
     }
 
     /// The tier in force at `now_ms` (free unless a paid plan has time left).

@@ -12,6 +12,7 @@ use crate::core::crypto::PublicKey;
 use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
 use crate::core::upgrade::config::{UpgradeConfig, RPC_URL_VAR};
+use crate::core::upgrade::x402::config::X402Config;
 use std::cell::OnceCell;
 use std::rc::Rc;
 use worker::{console_warn, Env};
@@ -122,6 +123,16 @@ pub fn upgrade(env: &Env) -> Result<UpgradeConfig, Vec<String>> {
                 .flatten()
         })
     })
+}
+
+/// The x402 endpoint's settings on top of the upgrade's: `Ok(None)` when no
+/// facilitator is configured (x402 off; the classic upgrade stays on),
+/// `Err` naming each malformed var.
+pub fn x402(env: &Env, up: &UpgradeConfig) -> Result<Option<X402Config>, Vec<String>> {
+    X402Config::from_vars(
+        |name| env.var(name).ok().map(|v| v.to_string()),
+        up.chain_id,
+    )
 }
 
 /// Worker secret holding the service's Ed25519 seed (64 hex characters).

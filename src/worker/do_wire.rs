@@ -11,6 +11,7 @@
 //! | [`Reserve`]          | the agent object| the client address's quota object |
 //! | [`AgentCall::Quote`] | quote handler   | the agent's object      |
 //! | [`AgentCall::Claim`] | claim handler   | the agent's object      |
+//! | [`AgentCall::X402`]  | x402 handler    | the agent's object      |
 //! | [`AgentCall::Watch`] | watch handler (WebSocket upgrade) | the agent's object |
 //! | [`AgentCall::Wait`]  | head.json long-poll | the agent's object  |
 //! | [`QuoteSlot`]        | quote handler   | the client address's quota object |
@@ -45,6 +46,7 @@ const RESERVE_URL: &str = "https://ip-quota.do/reserve";
 const QUOTE_SLOT_URL: &str = "https://ip-quota.do/quote";
 const QUOTE_URL: &str = "https://agent.do/quote";
 const CLAIM_URL: &str = "https://agent.do/claim";
+const X402_URL: &str = "https://agent.do/x402";
 const WATCH_URL: &str = "https://agent.do/watch";
 const WAIT_URL: &str = "https://agent.do/wait";
 const TAG_URL: &str = "https://tags.do/allocate";
@@ -73,6 +75,8 @@ pub enum AgentCall {
     Quote(QuoteCall),
     /// Verify and credit a claim.
     Claim(ClaimCall),
+    /// An x402 purchase: offer an invoice, or settle a payment.
+    X402(X402Call),
     /// Take a WebSocket watcher of the agent's heads.
     Watch(WatchCall),
     /// Hold a head.json long-poll until the next commit or the deadline.
@@ -127,6 +131,31 @@ pub enum Waited {
     /// No capsule this reader may read before the deadline.
     NotFound,
 }
+
+/// An x402 request that passed the Worker's checks (configuration, query,
+/// a payment header that reads).
+#[derive(Serialize, Deserialize)]
+pub struct X402Call {
+    /// The agent (also the object's name).
+    pub agent_id: String,
+    /// `pro` or `plus`.
+    pub plan: Tier,
+    /// `renew=1`.
+    pub renew: bool,
+    /// The payment header as it came, and its x402 version (1 or 2).
+    pub payment: Option<(u64, String)>,
+    /// The resource the 402 names (this endpoint's URL for the agent and
+    /// plan, without `renew`).
+    pub resource_url: String,
+    /// The client's address bucket (the per-address quote limit).
+    pub ip_bucket: String,
+    /// "Now" (Unix ms).
+    pub now_ms: u64,
+}
+
+/// The x402 headers an answer may carry (the 402's requirements, the
+/// settlement response), relayed by the Worker as they are.
+pub const X402_HEADERS: [&str; 3] = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE"];
 
 /// A quote request that passed the Worker's checks.
 #[derive(Serialize, Deserialize)]
@@ -186,6 +215,8 @@ pub struct Relayed {
     pub body: Vec<u8>,
     /// `Retry-After`, when the decision carried a wait.
     pub retry_after: Option<String>,
+    /// The [`X402_HEADERS`] it carries.
+    pub x402: Vec<(&'static str, String)>,
 }
 
 /// An export bundle and its entity tag.
@@ -234,6 +265,7 @@ async fn send_write(env: &Env, url: &str, call: WriteCall) -> worker::Result<Rel
         status: resp.status_code(),
         retry_after: resp.headers().get("Retry-After")?,
         body: body::response_bytes(resp).await?,
+        x402: Vec::new(),
     })
 }
 
@@ -243,6 +275,7 @@ pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Re
     let (url, body) = match call {
         AgentCall::Quote(q) => (QUOTE_URL, serde_json::to_string(q)?),
         AgentCall::Claim(c) => (CLAIM_URL, serde_json::to_string(c)?),
+        AgentCall::X402(c) => (X402_URL, serde_json::to_string(c)?),
         _ => return Err("not an upgrade call".into()),
     };
     let mut init = RequestInit::new();
@@ -250,10 +283,17 @@ pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Re
     let resp = agent_stub(env, agent)?
         .fetch_with_request(Request::new_with_init(url, &init)?)
         .await?;
+    let mut x402 = Vec::new();
+    for name in X402_HEADERS {
+        if let Some(v) = resp.headers().get(name)? {
+            x402.push((name, v));
+        }
+    }
     Ok(Relayed {
         status: resp.status_code(),
         retry_after: resp.headers().get("Retry-After")?,
         body: body::response_bytes(resp).await?,
+        x402,
     })
 }
 
@@ -365,6 +405,7 @@ impl AgentCall {
             Method::Post if is(EXPORT_URL) => Ok(Some(AgentCall::Export(json_of(&req).await?))),
             Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(json_of(&req).await?))),
             Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(json_of(&req).await?))),
+            Method::Post if is(X402_URL) => Ok(Some(AgentCall::X402(json_of(&req).await?))),
             Method::Post if is(WAIT_URL) => Ok(Some(AgentCall::Wait(json_of(&req).await?))),
             Method::Get if is(WATCH_URL) => {
                 let call = req

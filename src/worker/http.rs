@@ -240,7 +240,7 @@ fn add_cors(h: &Headers) {
     set(
         h,
         "Access-Control-Expose-Headers",
-        "ETag, Retry-After, Allow",
+        "ETag, Retry-After, Allow, PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE",
     );
 }
 

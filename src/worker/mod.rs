@@ -18,6 +18,7 @@
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
 //! | Durable Object storage (JSON values, atomic)    | [`storage`]   |
 //! | JSON-RPC to the payment chain                   | [`rpc`]       |
+//! | the x402 facilitator (`/verify`, `/settle`)     | [`facilitator`] |
 //! | the world feed snapshot's refresh (ddv1 upstream) | [`world`]   |
 //! | vars and secrets                                | [`config`]    |
 //! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
@@ -27,6 +28,7 @@ mod body;
 mod clock;
 mod config;
 mod do_wire;
+mod facilitator;
 mod failure;
 mod handlers;
 mod http;

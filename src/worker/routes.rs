@@ -6,7 +6,7 @@ use super::config::Config;
 use super::failure::Failure;
 use super::handlers::reads::ReadAs;
 use super::handlers::{
-    bootstrap, feed, history, key_log, keys, mcp, reads, signer, upgrade, watch, write,
+    bootstrap, feed, history, key_log, keys, mcp, reads, signer, upgrade, watch, write, x402,
 };
 use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
@@ -57,6 +57,7 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         Action::Bootstrap => bootstrap::handle(req, &req.url()?, cfg).await?.into(),
         Action::Quote => upgrade::quote(req, &req.url()?, env, cfg).await?.into(),
         Action::Claim => upgrade::claim(req, env, cfg).await?.into(),
+        Action::X402 => x402::handle(req, &req.url()?, env, cfg).await?.into(),
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
         Action::Feed { doc, head_only } => {

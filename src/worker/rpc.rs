@@ -5,7 +5,10 @@
 
 use super::body;
 use crate::core::json::{self, Json};
+use crate::core::upgrade::evm::quantity;
 use crate::core::upgrade::receipt::{check_payment, Expected, Observed, Verdict};
+use crate::core::upgrade::x402::chain::{self, Onchain};
+use crate::core::upgrade::x402::wire::PaymentId;
 use serde_json::json;
 use worker::{Fetch, Headers, Method, Request, RequestInit};
 
@@ -88,4 +91,48 @@ async fn observe(url: &str, tx_hash: &str) -> Result<Answers, ProviderError> {
         None => None,
     };
     Ok((chain_id, receipt, head, block))
+}
+
+/// `authorizationState(from, nonce)` of the payment's token: whether its
+/// authorization was used. `None` when the provider gave no usable answer.
+pub async fn authorization_state(url: &str, id: &PaymentId) -> Option<bool> {
+    let params = serde_json::to_value(chain::authorization_state_call(id)).ok()?;
+    let result = call(url, "eth_call", params).await.ok()?;
+    chain::read_authorization_state(&result)
+}
+
+/// Blocks searched back for an authorization's `AuthorizationUsed` log
+/// (providers bound `eth_getLogs` ranges; on Base, about 5.5 hours).
+const LOG_WINDOW_BLOCKS: u64 = 10_000;
+
+/// The transaction that used the payment's authorization, by the token's
+/// `AuthorizationUsed(from, nonce)` log in the last [`LOG_WINDOW_BLOCKS`].
+pub async fn authorization_tx(url: &str, id: &PaymentId) -> Result<Option<String>, ProviderError> {
+    let head = call(url, "eth_blockNumber", json!([])).await?;
+    let head = head
+        .as_str()
+        .and_then(quantity)
+        .ok_or_else(|| ProviderError("eth_blockNumber: not a quantity".into()))?;
+    let filter = chain::authorization_used_filter(id, head.saturating_sub(LOG_WINDOW_BLOCKS));
+    let params = serde_json::to_value(filter).map_err(|e| ProviderError(e.to_string()))?;
+    let logs = call(url, "eth_getLogs", params).await?;
+    chain::tx_of_authorization(&logs, id).map_err(ProviderError)
+}
+
+/// What the chain shows of `tx_hash` as the settlement of `id` for `want`.
+pub async fn settlement(url: &str, want: &Expected, id: &PaymentId, tx_hash: &str) -> Onchain {
+    match observe(url, tx_hash).await {
+        Ok((chain_id, receipt, head, block)) => chain::check_settlement(
+            want,
+            id,
+            &Observed {
+                tx_hash,
+                chain_id: &chain_id,
+                receipt: &receipt,
+                block: block.as_ref(),
+                head_number: &head,
+            },
+        ),
+        Err(e) => Onchain::ProviderFault(e.0),
+    }
 }

@@ -9,9 +9,15 @@
 // plus replayPayment (send a captured header again: theft/replay tests) and
 // startResourceServer, a stand-in x402 resource server (not the Worker) that
 // proves the fixture and lets the recorder capture real headers.
+// For the Worker's tests (x402.test.mjs) also: fundedPayer (a fresh payer
+// key with test USDC), signPayment (an authorization signed here with viem's
+// EIP-712 signer, any field changed: under/over-payment, windows), capturePayment
+// (an official payer's header for a 402, captured unsent), and chain/facilitator
+// read-backs: transfersFrom, facilitatorCallsFor.
 //
 // Nothing here skips: a payer that cannot be installed or run throws.
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -19,10 +25,10 @@ import { fileURLToPath } from "node:url";
 import { x402Client, wrapFetchWithPayment } from "@x402/fetch";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment as wrapFetchWithPaymentV1 } from "x402-fetch";
-import { createWalletClient, http as viemHttp } from "viem";
-import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { createWalletClient, decodeEventLog, encodeEventTopics, http as viemHttp, parseAbi } from "viem";
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
-import { startAnvil, BASE_USDC } from "../../scripts/chain.mjs";
+import { startAnvil, rpc, BASE_USDC } from "../../scripts/chain.mjs";
 import { placeToken3009At, mint } from "../../scripts/x402-chain.mjs";
 import { startFacilitator, v1NetworkName } from "../../scripts/x402-facilitator.mjs";
 
@@ -147,10 +153,18 @@ export function paymentHeaderOf(sent) {
 // The payers. Each returns {status, headers (lower-case names), body (text),
 // sent: [{method, url, headers}], payment: paymentHeaderOf(sent) or null}.
 
-/** A fetch that records every request it sends (the payers get it as their transport). */
-function recordingFetch(sent) {
+/**
+ * A fetch that records every request it sends (the payers get it as their
+ * transport). `headers` are added to every request that lacks them (e.g. a
+ * client address, `cf-connecting-ip`, so the Worker's per-address limits
+ * see one address per test).
+ */
+function recordingFetch(sent, headers = {}) {
   return async (input, init) => {
     const req = new Request(input, init);
+    for (const [name, value] of Object.entries(headers)) {
+      if (!req.headers.has(name)) req.headers.set(name, value);
+    }
     sent.push({ method: req.method, url: req.url, headers: Object.fromEntries(req.headers) });
     return fetch(req);
   };
@@ -167,12 +181,16 @@ async function report(res, sent) {
  * Pays `url` with npm @x402/fetch (v2): x402Client + registerExactEvmScheme +
  * privateKeyToAccount. 2.27's client refuses more than $1 per payment by
  * default (spendControls): `maxAmountPerPayment` raises it (Pro is ~$5).
+ * `headers` go on every request it sends (unpaid and paid).
  */
-export async function payWithX402Fetch(url, { privateKey = PAYER_KEY, method = "POST", maxAmountPerPayment = "$16" } = {}) {
+export async function payWithX402Fetch(
+  url,
+  { privateKey = PAYER_KEY, method = "POST", maxAmountPerPayment = "$16", headers = {} } = {},
+) {
   const client = new x402Client().setSpendControls({ maxAmountPerPayment });
   registerExactEvmScheme(client, { signer: privateKeyToAccount(privateKey) });
   const sent = [];
-  const res = await wrapFetchWithPayment(recordingFetch(sent), client)(url, { method });
+  const res = await wrapFetchWithPayment(recordingFetch(sent, headers), client)(url, { method });
   return report(res, sent);
 }
 
@@ -182,14 +200,15 @@ export async function payWithX402Fetch(url, { privateKey = PAYER_KEY, method = "
  * (8453). Signing is local and needs no RPC: `rpcUrl` only keeps viem off
  * its public default (the default here is a closed loopback port).
  * The library's default cap is 0.10 USDC: `maxValue` raises it.
+ * `headers` go on every request it sends (unpaid and paid).
  */
 export async function payWithLegacyX402Fetch(
   url,
-  { privateKey = PAYER_KEY, method = "POST", rpcUrl = "http://127.0.0.1:9", maxValue = 16_000_000n } = {},
+  { privateKey = PAYER_KEY, method = "POST", rpcUrl = "http://127.0.0.1:9", maxValue = 16_000_000n, headers = {} } = {},
 ) {
   const wallet = createWalletClient({ account: privateKeyToAccount(privateKey), chain: base, transport: viemHttp(rpcUrl) });
   const sent = [];
-  const res = await wrapFetchWithPaymentV1(recordingFetch(sent), wallet, maxValue)(url, { method });
+  const res = await wrapFetchWithPaymentV1(recordingFetch(sent, headers), wallet, maxValue)(url, { method });
   return report(res, sent);
 }
 
@@ -256,11 +275,12 @@ function run(cmd, args, what, timeoutMs = 120_000) {
 /**
  * Sends a captured payment header again, as-is, to `url` (any URL: replay on
  * the same resource, or theft onto another agent's). `payment` is
- * {name, value} as returned in a payer's `payment`. Returns like a payer.
+ * {name, value} as returned in a payer's `payment`; `headers` are sent
+ * too. Returns like a payer.
  */
-export async function replayPayment(url, payment, { method = "POST" } = {}) {
+export async function replayPayment(url, payment, { method = "POST", headers = {} } = {}) {
   const sent = [];
-  const res = await recordingFetch(sent)(url, { method, headers: { [payment.name]: payment.value } });
+  const res = await recordingFetch(sent, headers)(url, { method, headers: { [payment.name]: payment.value } });
   return report(res, sent);
 }
 
@@ -344,4 +364,154 @@ async function postJson(url, body, timeoutMs) {
   const text = await res.text();
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 200)}`);
   return JSON.parse(text);
+}
+
+// ---------------------------------------------------------------------------
+// For the Worker's tests: fresh payers, hand-signed authorizations, captured
+// (unsent) headers, and what the chain and the facilitator saw.
+
+/**
+ * A fresh payer: a random private key (never an anvil account, so no other
+ * test's late settlement can touch its balance) holding `amount` test USDC
+ * (atomic units). Payers need no ETH: the facilitator pays the gas.
+ * Returns {key, address}.
+ */
+export async function fundedPayer(stack, amount = 100_000_000n) {
+  const key = generatePrivateKey();
+  const { address } = privateKeyToAccount(key);
+  if (amount > 0n) await stack.fund(address, amount);
+  return { key, address };
+}
+
+/** EIP-3009's signed struct (the six fields a payer signs; x402 spec v2 §6.1). */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = Object.freeze({
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+});
+
+/**
+ * A payment header signed here, for tests the official payers cannot produce
+ * (they always sign the 402's amount, validAfter 0 or now-600 and validBefore
+ * now+maxTimeoutSeconds): viem's EIP-712 signTypedData over the token domain
+ * the 402 names (`extra.name`/`extra.version`, `chainId`, `asset`), in the
+ * official clients' wire form.
+ *
+ * `paymentRequired` is the decoded v2 PAYMENT-REQUIRED object; `accept` the
+ * requirements to pay (default its first accept; pass a modified copy, e.g.
+ * another `amount`, to sign against it as a client would); `authorization`
+ * overrides any of {from, to, value, validAfter, validBefore, nonce}
+ * (numbers, bigints or decimal strings); by default value = accept.amount,
+ * validAfter 0, validBefore now + maxTimeoutSeconds, a random nonce (as
+ * @x402/fetch 2.27 signs). `version` 2 → PAYMENT-SIGNATURE
+ * {x402Version:2, resource, accepted, payload}; 1 → X-PAYMENT
+ * {x402Version:1, scheme:"exact", network:<v1 name>, payload}.
+ * Returns {name, value, payload} like a payer's `payment`.
+ */
+export async function signPayment({
+  privateKey = PAYER_KEY,
+  paymentRequired,
+  accept = paymentRequired.accepts[0],
+  authorization: overrides = {},
+  version = 2,
+  chainId = 8453,
+}) {
+  const account = privateKeyToAccount(privateKey);
+  const now = Math.floor(Date.now() / 1000);
+  const fields = {
+    from: account.address,
+    to: accept.payTo,
+    value: accept.amount,
+    validAfter: 0,
+    validBefore: now + accept.maxTimeoutSeconds,
+    nonce: `0x${randomBytes(32).toString("hex")}`,
+    ...overrides,
+  };
+  const signature = await account.signTypedData({
+    domain: { name: accept.extra.name, version: accept.extra.version, chainId, verifyingContract: accept.asset },
+    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
+    primaryType: "TransferWithAuthorization",
+    message: {
+      from: fields.from,
+      to: fields.to,
+      value: BigInt(fields.value),
+      validAfter: BigInt(fields.validAfter),
+      validBefore: BigInt(fields.validBefore),
+      nonce: fields.nonce,
+    },
+  });
+  const authorization = {
+    from: fields.from,
+    to: fields.to,
+    value: String(fields.value),
+    validAfter: String(fields.validAfter),
+    validBefore: String(fields.validBefore),
+    nonce: fields.nonce,
+  };
+  // Key order as the official clients write it (@x402/fetch 2.27, x402-fetch 1.2.0): the same
+  // JSON byte for byte as theirs for the same fields.
+  const payload =
+    version === 2
+      ? { x402Version: 2, payload: { authorization, signature }, resource: paymentRequired.resource, accepted: accept }
+      : { x402Version: 1, scheme: "exact", network: v1NetworkName(chainId), payload: { signature, authorization } };
+  return { name: version === 2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT", value: encodeHeader(payload), payload };
+}
+
+/**
+ * The header an official payer signs for a 402, captured without sending it
+ * anywhere that would settle it: the 402 (`paymentRequired` = decoded v2
+ * PAYMENT-REQUIRED, `v1Body` = the v1 JSON body or null) is served again by a
+ * capture-only stand-in server, the payer (`pay`, default payWithX402Fetch,
+ * with `opts`) pays that, and its header is returned ({name, value, payload}).
+ * The signed fields are the 402's; `resource`/`accepted` echo it unchanged.
+ */
+export async function capturePayment(paymentRequired, v1Body = null, { pay = payWithX402Fetch, ...opts } = {}) {
+  const server = await startResourceServer({ inv: { v2: paymentRequired, v1: v1Body } });
+  try {
+    const r = await pay(`${server.url}/capture`, opts);
+    if (r.status !== 200 || !r.payment) throw new Error(`capture failed: ${r.status} ${r.body}`);
+    return r.payment;
+  } finally {
+    await server.stop();
+  }
+}
+
+const TRANSFER_EVENT = parseAbi(["event Transfer(address indexed from, address indexed to, uint256 value)"]);
+
+/**
+ * Every Transfer log of `token` sent by `from`, oldest first:
+ * [{txHash, blockNumber, logIndex, from, to, value (bigint)}].
+ * With a fresh payer per test this is exactly what that test's payments moved.
+ */
+export async function transfersFrom(rpcUrl, token, from) {
+  const topics = encodeEventTopics({ abi: TRANSFER_EVENT, eventName: "Transfer", args: { from } });
+  const logs = await rpc(rpcUrl, "eth_getLogs", [{ address: token, fromBlock: "0x0", toBlock: "latest", topics }]);
+  return logs.map((l) => {
+    const { args } = decodeEventLog({ abi: TRANSFER_EVENT, data: l.data, topics: l.topics });
+    return {
+      txHash: l.transactionHash,
+      blockNumber: Number(l.blockNumber),
+      logIndex: Number(l.logIndex),
+      from: args.from,
+      to: args.to,
+      value: args.value,
+    };
+  });
+}
+
+/**
+ * The facilitator's logged requests to `path` ("/settle", "/verify") for one
+ * authorization, by its EIP-3009 nonce (the payment's identity): the
+ * facilitator's own call log, filtered.
+ */
+export function facilitatorCallsFor(facilitator, nonce, path = "/settle") {
+  const want = nonce.toLowerCase();
+  return facilitator.calls.filter(
+    (c) => c.path === path && c.body?.paymentPayload?.payload?.authorization?.nonce?.toLowerCase() === want,
+  );
 }

@@ -212,9 +212,22 @@ test("hang_after_broadcast with delayMs: the real answer comes late", async (t) 
   await assertPaidOnce({ before, amount, txHash: decodeHeader(r.headers["payment-response"]).transaction, payment: r.payment });
 });
 
-test("fail_before_broadcast: /settle answers 500 and nothing moves", async (t) => {
+test("fail_before_broadcast: /settle answers the library's failure (no transaction) and nothing moves", async (t) => {
   const { url } = await shop(t);
   await stack.facilitator.setMode("fail_before_broadcast");
+  const before = await balances();
+  const r = await payWithX402Fetch(url);
+  assert.equal(r.status, 402, r.body);
+  const settled = stack.facilitator.calls.findLast((c) => c.path === "/settle");
+  assert.equal(settled.status, 200);
+  assert.equal(settled.response.success, false);
+  assert.equal(settled.response.transaction, "");
+  await assertNothingMoved(before, r.payment);
+});
+
+test("error_500: /settle answers 500 and nothing moves", async (t) => {
+  const { url } = await shop(t);
+  await stack.facilitator.setMode("error_500");
   const before = await balances();
   const r = await payWithX402Fetch(url);
   assert.equal(r.status, 503, r.body);

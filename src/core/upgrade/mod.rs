@@ -13,6 +13,7 @@
 //! | does this receipt pay this invoice              | [`receipt`] |
 //! | reading a quote request, the quote body         | [`quote`]   |
 //! | a claim's steps, crediting, the payment record  | [`outcome`] |
+//! | buying in one request with x402 (EIP-3009)      | [`x402`]    |
 
 pub mod amount;
 pub mod claim;
@@ -22,3 +23,4 @@ pub mod invoice;
 pub mod outcome;
 pub mod quote;
 pub mod receipt;
+pub mod x402;

@@ -11,6 +11,9 @@ use crate::core::reason::Refusal;
 use crate::core::time::rfc3339;
 use serde::Serialize;
 
+/// New invoices (a quote, an x402 offer) per client address per rolling
+/// 24 hours.
+pub const QUOTES_PER_IP_24H: u32 = 30;
 /// A quote or claim body is a few short strings.
 pub const MAX_UPGRADE_BODY: usize = 4096;
 const FIELDS: [&str; 4] = ["agent_id", "plan", "chain", "asset"];

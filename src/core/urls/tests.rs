@@ -240,6 +240,13 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
         ("/MCP", Post, Action::NotFound),
         ("/nowhere", Options, Action::NotFound),
         ("/nowhere", Get, Action::NotFound),
+        // The x402 purchase: POST only, its query checked by the handler.
+        ("/api/v1/self/upgrade/x402", Post, Action::X402),
+        (
+            "/api/v1/self/upgrade/x402",
+            Get,
+            Action::MethodNotAllowed { allow: ALLOW_POST },
+        ),
         // The projected head's socket: GET only, the upgrade checked later.
         ("/api/v1/watch/socket", Get, Action::FeedSocket),
         (
@@ -257,7 +264,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 8 + 5 + 3 + 1);
+    assert_eq!(t.len(), 2 * 8 + 6 + 3 + 1);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();

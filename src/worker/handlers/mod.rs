@@ -18,6 +18,7 @@
 //! | an agent's key log: read, POST an event     | [`key_log`]   |
 //! | an agent's projected watch feed             | [`feed`]      |
 //! | stateless bootstrap                         | [`bootstrap`] |
+//! | an x402 purchase (402, settle, credit)      | [`x402`]      |
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
 //! | `POST /mcp`: the remote MCP tools           | [`mcp`]       |
@@ -35,6 +36,7 @@ pub mod signer;
 pub mod upgrade;
 pub mod watch;
 pub mod write;
+pub mod x402;
 
 use crate::core::crypto::AgentId;
 use crate::core::reason::ReasonCode;
@@ -51,6 +53,9 @@ fn relay(r: Relayed) -> Response {
     let out = http::respond(r.status, Some(r.body), NO_STORE);
     if let Some(ra) = r.retry_after {
         http::set(out.headers(), "Retry-After", &ra);
+    }
+    for (name, value) in &r.x402 {
+        http::set(out.headers(), name, value);
     }
     out
 }

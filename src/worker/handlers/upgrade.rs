@@ -10,7 +10,7 @@ use crate::core::time::secs_until;
 use crate::core::upgrade::claim::{read_claim, ClaimError};
 use crate::core::upgrade::config::UpgradeConfig;
 use crate::core::upgrade::invoice::TAGS;
-use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY};
+use crate::core::upgrade::quote::{read_quote, MAX_UPGRADE_BODY, QUOTES_PER_IP_24H};
 use crate::core::urls::CLAIM_PATH;
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::{self, Config};
@@ -23,9 +23,6 @@ use worker::{Env, Response, Url};
 
 /// Test-only (honoured with `SELFCAP_TEST_CLOCK=1`): force the invoice's tag.
 const TEST_TAG_HEADER: &str = "x-selfcap-test-tag";
-
-/// Quotes per client address per rolling 24 hours.
-pub const QUOTES_PER_IP_24H: u32 = 30;
 
 /// The body, or the refusal of one that is too big or unreadable.
 async fn small_body(req: &Incoming) -> Result<Vec<u8>, Failure> {
@@ -43,7 +40,7 @@ async fn small_body(req: &Incoming) -> Result<Vec<u8>, Failure> {
 /// This deployment's upgrade settings, or the 503 for a deployment without
 /// (valid) ones, logging what is missing by var name so the operator can
 /// fix it.
-fn configured(env: &Env) -> Result<UpgradeConfig, Failure> {
+pub(super) fn configured(env: &Env) -> Result<UpgradeConfig, Failure> {
     config::upgrade(env).map_err(|problems| {
         log::event("config_error", &[("upgrade", &problems.join("; "))]);
         Failure::upgrades_not_configured()

@@ -202,7 +202,10 @@ impl AgentDO {
         );
         // Committed, with the retry alarm armed: nothing from here may turn
         // it into an error (a retry is answered "already" anyway).
-        if let Err(e) = self.mirror_then_publish(Some(mirror), call.now_ms).await {
+        if let Err(e) = self
+            .mirror_then_publish(Some(mirror), call.now_ms, state.x402_due_at())
+            .await
+        {
             log::event(
                 "kv_mirror_error",
                 &[("agent_id", agent.as_str()), ("error", &e.to_string())],

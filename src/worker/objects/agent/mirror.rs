@@ -32,7 +32,11 @@ impl AgentDO {
     /// alarm's [`Pass::Retry`] of everything pending. On failure, keeps what
     /// did not land and re-arms the alarm with backoff. Returns the record
     /// that landed, if one did (what watchers are sent).
-    async fn sync_mirror(&self, mirror: Option<Mirror>) -> worker::Result<Option<Record>> {
+    async fn sync_mirror(
+        &self,
+        mirror: Option<Mirror>,
+        keep_at: Option<u64>,
+    ) -> worker::Result<Option<Record>> {
         let storage = self.state.storage();
         let (mirror, pass) = match mirror {
             Some(m) => (Some(m), Pass::Commit),
@@ -93,6 +97,7 @@ impl AgentDO {
                 (vec![keep], Alarm::In(Duration::from_millis(delay)))
             }
         };
+        let alarm = keep_alarm(alarm, keep_at);
         let clear = [MIRROR_KEY.to_owned()];
         let batch = Batch {
             deletes: if puts.is_empty() { &clear } else { &[] },
@@ -106,15 +111,35 @@ impl AgentDO {
     /// Lands `mirror` in KV (`None`: the alarm's retry of what is pending),
     /// then sends the record that landed to the watchers: what every commit
     /// (a write, a credited claim) and the alarm end with.
+    /// `keep_at`: when something else needs the object's one alarm (an x402
+    /// settlement, `AgentState::x402_due`), so the mirror never disarms or
+    /// postpones past it.
     pub(super) async fn mirror_then_publish(
         &self,
         mirror: Option<Mirror>,
         now_ms: u64,
+        keep_at: Option<u64>,
     ) -> worker::Result<()> {
-        if let Some(record) = self.sync_mirror(mirror).await? {
+        if let Some(record) = self.sync_mirror(mirror, keep_at).await? {
             self.publish(&record, now_ms);
             self.tell_feed(record, now_ms).await;
         }
         Ok(())
+    }
+}
+
+/// The mirror's alarm, moved no later than `keep_at` (Unix ms) when another
+/// concern needs the alarm then.
+fn keep_alarm(alarm: Alarm, keep_at: Option<u64>) -> Alarm {
+    let Some(at) = keep_at else {
+        return alarm;
+    };
+    let until = Duration::from_millis(
+        at.saturating_sub(crate::worker::clock::system_now_ms())
+            .max(1),
+    );
+    match alarm {
+        Alarm::Delete | Alarm::Keep => Alarm::In(until),
+        Alarm::In(d) => Alarm::In(d.min(until)),
     }
 }

@@ -28,6 +28,7 @@
 //! | KV mirror: land what was committed, stage by stage; then tell watchers | [`mirror`] |
 //! | push on change: watchers (hibernatable WebSockets) and held long-polls | [`push`] |
 //! | the USDC upgrade: quotes and claims | [`upgrade`] |
+//! | the x402 purchase: offers, settlements, the alarm that finishes them | [`x402`] |
 //! | the export bundle, per reader | [`export`] |
 
 mod export;
@@ -36,6 +37,7 @@ mod mirror;
 mod push;
 mod upgrade;
 mod writes;
+mod x402;
 
 use self::push::{Waiter, WATCH_TAG};
 
@@ -65,9 +67,14 @@ const HISTORY_KEY: &str = "history";
 const ENTRY_PREFIX: &str = "h:";
 /// The agent's upgrade invoices (`core::upgrade::invoice::InvoiceBook`).
 const INVOICES_KEY: &str = "invoices";
+/// The agent's x402 invoices (`core::upgrade::x402::invoice::X402Book`).
+const X402_KEY: &str = "x402";
 /// The agent's key log (`core::key_log::KeyLog::stored_text`), when it has
 /// one (`AgentState::keys` says so, so other agents never read it).
 const KEY_LOG_KEY: &str = "keys";
+
+/// When the alarm's x402 part failed (storage, a provider): look again.
+const X402_ALARM_RETRY_MS: u64 = 30_000;
 
 fn entry_key(sequence: u64) -> String {
     format!("{ENTRY_PREFIX}{sequence:016}")
@@ -121,6 +128,7 @@ impl DurableObject for AgentDO {
             Some(AgentCall::Export(call)) => Ok(AgentCall::export_answer(self.export(call).await?)),
             Some(AgentCall::Quote(call)) => settle(self.quote(call).await, Audience::Read),
             Some(AgentCall::Claim(call)) => settle(self.claim(call).await, Audience::Read),
+            Some(AgentCall::X402(call)) => settle(self.x402(call).await, Audience::Read),
             Some(AgentCall::Watch(call)) => self.watch(call).await,
             Some(AgentCall::Wait(call)) => Ok(self.wait(call).await?.answer()),
             None => Ok(do_wire::not_a_call()),
@@ -129,8 +137,19 @@ impl DurableObject for AgentDO {
 
     async fn alarm(&self) -> worker::Result<Response> {
         let _guard = self.lock.acquire().await;
-        self.mirror_then_publish(None, crate::worker::clock::system_now_ms())
-            .await?;
+        let now = crate::worker::clock::system_now_ms();
+        // An x402 settlement first (it may credit, which mirrors), then
+        // the mirror's retry, which keeps the alarm for the next look.
+        let next = match self.x402_alarm(now).await {
+            Ok(next) => next,
+            Err(e) => {
+                log::event("x402_alarm_error", &[("error", &format!("{e:?}"))]);
+                let retry = std::time::Duration::from_millis(X402_ALARM_RETRY_MS);
+                self.state.storage().set_alarm(retry).await?;
+                Some(now + X402_ALARM_RETRY_MS)
+            }
+        };
+        self.mirror_then_publish(None, now, next).await?;
         Response::empty()
     }
 

@@ -196,7 +196,10 @@ impl AgentDO {
             ],
         );
         if mirror.is_some() {
-            if let Err(e) = self.mirror_then_publish(mirror, now).await {
+            if let Err(e) = self
+                .mirror_then_publish(mirror, now, state.x402_due_at())
+                .await
+            {
                 log::event(
                     "kv_mirror_error",
                     &[("agent_id", agent.as_str()), ("error", &e.to_string())],

@@ -68,7 +68,10 @@ impl AgentDO {
         // From here on nothing may turn it into an error for the client (a
         // retry would only earn a replay_seq).
         if !call.fail_mirror {
-            if let Err(e) = self.mirror_then_publish(Some(mirror), call.now_ms).await {
+            if let Err(e) = self
+                .mirror_then_publish(Some(mirror), call.now_ms, state.x402_due_at())
+                .await
+            {
                 log::event(
                     "kv_mirror_error",
                     &[("agent_id", call.agent.as_str()), ("error", &e.to_string())],
