@@ -33,9 +33,11 @@ pub fn parse_query<K: AsRef<str>, V: AsRef<str>>(
             "agent_id" => &mut agent,
             "plan" => &mut plan,
             "renew" => &mut renew,
-            other => return Err(bad(format!(
+            other => {
+                return Err(bad(format!(
                 "unknown parameter {other:?}: the query is plan, agent_id and optionally renew=1"
-            ))),
+            )))
+            }
         };
         if slot.replace(v).is_some() {
             return Err(bad(format!("{k} is given twice")));
