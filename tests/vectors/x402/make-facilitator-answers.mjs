@@ -1,9 +1,9 @@
 // What a facilitator built on the official library answers to /verify and
 // /settle, for the Rust classifier's tests (src/core/upgrade/x402/facilitator.rs).
 //
-// Run (outside the repo, after make-vectors.mjs; same packages):
-//   cd /tmp/x402gen
-//   node /work/wtB/tests/vectors/x402/make-facilitator-answers.mjs > facilitator-answers.json
+// Run from the repository root, after make-vectors.mjs (same packages):
+//   node tests/vectors/x402/make-facilitator-answers.mjs [--check]
+// which writes facilitator-answers.json beside this file (or compares).
 //
 // The facilitator is @x402/core 2.27.0's x402Facilitator with @x402/evm
 // 2.27.0's ExactEvmScheme, served as examples/typescript/facilitator/basic
@@ -13,7 +13,7 @@
 // and each case scripts what the chain does with the transaction.
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 
 const require = createRequire(join(process.cwd(), "package.json"));
 const { x402Facilitator } = require("@x402/core/facilitator");
@@ -70,4 +70,14 @@ for (const [name, op, chain, p, r, now] of cases) {
   const f = facilitator(chain);
   out.answers[name] = await serve(() => (op === "verify" ? f.verify(p, r) : f.settle(p, r)));
 }
-console.log(JSON.stringify(out, null, 2));
+// Writes tests/vectors/x402/facilitator-answers.json; with --check, compares instead (npm run regen:check).
+const target = new URL("./facilitator-answers.json", import.meta.url);
+const text = JSON.stringify(out, null, 2) + "\n";
+if (process.argv.includes("--check")) {
+  if (readFileSync(target, "utf8") !== text) {
+    console.error(`${target.pathname} is stale: run node tests/vectors/x402/make-facilitator-answers.mjs`);
+    process.exit(1);
+  }
+} else {
+  writeFileSync(target, text);
+}

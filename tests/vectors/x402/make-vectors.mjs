@@ -1,17 +1,17 @@
 // Payment headers and 402 challenges as the official x402 client libraries
 // produce them, for the Rust decoder's tests (src/core/upgrade/x402/).
 //
-// Run (outside the repo; nothing here is a dependency of the project):
-//   mkdir /tmp/x402gen && cd /tmp/x402gen && npm init -y
-//   npm install @x402/core@2.27.0 @x402/evm@2.27.0 viem@2.57.20
-//   node /work/wtB/tests/vectors/x402/make-vectors.mjs > client-payloads.json
-// (run with cwd /tmp/x402gen so the packages resolve: NODE_PATH is not used
-// by ESM, hence the createRequire below.)
+// Run from the repository root (the packages are its devDependencies):
+//   node tests/vectors/x402/make-vectors.mjs [--check]
+// which writes client-payloads.json beside this file (or compares, with
+// --check; `npm run regen` runs both ways). The packages resolve from the
+// working directory's package.json, hence the createRequire below.
 //
 // Deterministic: the clock is fixed at NOW and the "random" EIP-3009 nonce
 // comes from a counter, so the same versions always print the same file.
 // The payer is anvil's account 1 (0x7099…79C8; the brief's key had a typo, dc9c for dc9e); the treasury anvil's account 2 (the
 // treasury of the Rust tests' config).
+import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -118,4 +118,14 @@ for (const c of chains) {
   out.cases.push(entry);
 }
 
-console.log(JSON.stringify(out, null, 2));
+// Writes tests/vectors/x402/client-payloads.json; with --check, compares instead (npm run regen:check).
+const target = new URL("./client-payloads.json", import.meta.url);
+const text = JSON.stringify(out, null, 2) + "\n";
+if (process.argv.includes("--check")) {
+  if (readFileSync(target, "utf8") !== text) {
+    console.error(`${target.pathname} is stale: run node tests/vectors/x402/make-vectors.mjs`);
+    process.exit(1);
+  }
+} else {
+  writeFileSync(target, text);
+}
