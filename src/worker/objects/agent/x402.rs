@@ -522,6 +522,9 @@ impl AgentDO {
             return Ok(None);
         };
         if now < due.check_at_ms {
+            // Woken early (for the mirror): keep the alarm for the look due.
+            let wait = Duration::from_millis(due.check_at_ms - now);
+            storage.set_alarm(wait).await?;
             return Ok(Some(due.check_at_ms));
         }
         let (Ok(up), agent) = (config::upgrade(&self.env), AgentId::parse(&due.agent_id)) else {
