@@ -66,21 +66,30 @@ pub async fn call(
 /// receipt's block. A transport or RPC error is a provider fault.
 pub async fn verify_payment(url: &str, want: &Expected, tx_hash: &str) -> Verdict {
     match observe(url, tx_hash).await {
-        Ok((chain_id, receipt, head, block)) => check_payment(
-            want,
-            &Observed {
-                tx_hash,
-                chain_id: &chain_id,
-                receipt: &receipt,
-                block: block.as_ref(),
-                head_number: &head,
-            },
-        ),
+        Ok(answers) => check_payment(want, &answers.observed(tx_hash)),
         Err(e) => Verdict::ProviderFault(e.0),
     }
 }
 
-type Answers = (Json, Json, Json, Option<Json>);
+/// What the chain said about one transaction (for `receipt::Observed`).
+struct Answers {
+    chain_id: Json,
+    receipt: Json,
+    head: Json,
+    block: Option<Json>,
+}
+
+impl Answers {
+    fn observed<'a>(&'a self, tx_hash: &'a str) -> Observed<'a> {
+        Observed {
+            tx_hash,
+            chain_id: &self.chain_id,
+            receipt: &self.receipt,
+            block: self.block.as_ref(),
+            head_number: &self.head,
+        }
+    }
+}
 
 async fn observe(url: &str, tx_hash: &str) -> Result<Answers, ProviderError> {
     let chain_id = call(url, "eth_chainId", json!([])).await?;
@@ -90,7 +99,12 @@ async fn observe(url: &str, tx_hash: &str) -> Result<Answers, ProviderError> {
         Some(n) => Some(call(url, "eth_getBlockByNumber", json!([n, false])).await?),
         None => None,
     };
-    Ok((chain_id, receipt, head, block))
+    Ok(Answers {
+        chain_id,
+        receipt,
+        head,
+        block,
+    })
 }
 
 /// `authorizationState(from, nonce)` of the payment's token: whether its
@@ -122,17 +136,7 @@ pub async fn authorization_tx(url: &str, id: &PaymentId) -> Result<Option<String
 /// What the chain shows of `tx_hash` as the settlement of `id` for `want`.
 pub async fn settlement(url: &str, want: &Expected, id: &PaymentId, tx_hash: &str) -> Onchain {
     match observe(url, tx_hash).await {
-        Ok((chain_id, receipt, head, block)) => chain::check_settlement(
-            want,
-            id,
-            &Observed {
-                tx_hash,
-                chain_id: &chain_id,
-                receipt: &receipt,
-                block: block.as_ref(),
-                head_number: &head,
-            },
-        ),
+        Ok(answers) => chain::check_settlement(want, id, &answers.observed(tx_hash)),
         Err(e) => Onchain::ProviderFault(e.0),
     }
 }

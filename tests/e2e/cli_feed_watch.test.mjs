@@ -14,19 +14,16 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import crypto from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startWorker } from "./harness.mjs";
-import { agentFromSeed, exampleCapsule, jcs, newAgent, publish } from "./helpers.mjs";
-import { claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars } from "./upgrade-helpers.mjs";
+import { agentFromSeed, exampleCapsule, publish } from "./helpers.mjs";
+import { startChain, upgradeVars } from "./upgrade-helpers.mjs";
 import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
+import { CRON, expectedCursor, agentWith as sharedAgentWith } from "./feed-helpers.mjs";
 import { SELFCAP_BIN as BIN, exits, requireSelfcap, selfcapEnv, selfcapIn } from "./cli-helpers.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CRON = "*/5 * * * *";
 const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-feed-watch-"));
 /** How long a line (or an exit) may take to show up. */
 const WITHIN_MS = 15_000;
@@ -42,17 +39,6 @@ let URL_;
 /** Every watcher started, so none outlives the file. */
 const watchers = new Set();
 
-const file = (state, rel) => JSON.parse(readFileSync(path.join(ROOT, "tests/fixtures/ddv1", state, rel), "utf8"));
-/** The spec's watch_cursor over `ids`, from a state's catalog (the zero cursor is null). */
-function expectedCursor(state, ids) {
-  const zero = "sha256:" + "0".repeat(64);
-  const cur = Object.fromEntries(
-    file(state, "diff/sources.json").sources.map((s) => [s.source_id, s.cursor === zero ? null : s.cursor ?? null]),
-  );
-  const text = jcs({ basis: "watch_v1", sources: [...ids].sort().map((id) => [id, cur[id] ?? null]) });
-  return "sha256:" + crypto.createHash("sha256").update(text, "utf8").digest("hex");
-}
-
 const headPath = (id) => `/api/v1/watch/head?agent_id=${id}`;
 const scheduled = async () => (await w.mf.getWorker()).scheduled({ cron: CRON });
 async function toState(state) {
@@ -60,21 +46,7 @@ async function toState(state) {
   await scheduled();
 }
 
-/** `agent` (new unless given) published with `watch` (and `extra`), credited Pro when `pro`. */
-async function agentWith(watch, { pro = true, extra = {}, agent = newAgent() } = {}) {
-  const ip = nextIp();
-  const r = await publish(w, agent, 1, exampleCapsule(agent.agentId, { ...(watch ? { watch } : {}), ...extra }), { ip });
-  assert.equal(r.status, 200, r.text);
-  if (pro) {
-    const q = await quoteOk(w, agent, "pro", { ip });
-    const tx = await pay(chain, q);
-    await confirm(chain);
-    const c = await claim(w, claimBody(agent, q.invoice_id, tx, 1), { ip });
-    assert.equal(c.status, 200, c.text);
-  }
-  agent.ip = ip;
-  return agent;
-}
+const agentWith = (watch, opts) => sharedAgentWith(w, chain, watch, opts);
 
 before(async () => {
   requireSelfcap();

@@ -11,32 +11,17 @@
 // formula, independently of the Rust core.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import crypto from "node:crypto";
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startWorker, BASE } from "./harness.mjs";
-import { exampleCapsule, jcs, newAgent, publish } from "./helpers.mjs";
-import { claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars } from "./upgrade-helpers.mjs";
+import { exampleCapsule, newAgent, publish } from "./helpers.mjs";
+import { nextIp, startChain, upgradeVars } from "./upgrade-helpers.mjs";
 import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
+import { CRON, agentWith, expectedCursor } from "./feed-helpers.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CRON = "*/5 * * * *";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let chain;
 let fixture;
 let w;
-
-const file = (state, rel) => JSON.parse(readFileSync(path.join(ROOT, "tests/fixtures/ddv1", state, rel), "utf8"));
-function expectedCursor(state, ids) {
-  const zero = "sha256:" + "0".repeat(64);
-  const cur = Object.fromEntries(
-    file(state, "diff/sources.json").sources.map((s) => [s.source_id, s.cursor === zero ? null : s.cursor ?? null]),
-  );
-  const text = jcs({ basis: "watch_v1", sources: [...ids].sort().map((id) => [id, cur[id] ?? null]) });
-  return "sha256:" + crypto.createHash("sha256").update(text, "utf8").digest("hex");
-}
 
 const headPath = (id) => `/api/v1/watch/head?agent_id=${id}`;
 const socketPath = (id) => `/api/v1/watch/socket?agent_id=${id}`;
@@ -47,20 +32,8 @@ async function toState(state) {
   await scheduled();
 }
 
-/** A new Pro agent whose capsule has `watch` (seq 1, then credited). */
-async function proAgent(watch, extra = {}) {
-  const a = newAgent();
-  const ip = nextIp();
-  const r = await publish(w, a, 1, exampleCapsule(a.agentId, { watch, ...extra }), { ip });
-  assert.equal(r.status, 200, r.text);
-  const q = await quoteOk(w, a, "pro", { ip });
-  const tx = await pay(chain, q);
-  await confirm(chain);
-  const c = await claim(w, claimBody(a, q.invoice_id, tx, 1), { ip });
-  assert.equal(c.status, 200, c.text);
-  a.ip = ip;
-  return a;
-}
+/** A new Pro agent whose capsule has `watch` (and `extra`). */
+const proAgent = (watch, extra = {}) => agentWith(w, chain, watch, { extra });
 
 /** Opens a feed socket; frames and the close are recorded. */
 async function socket(agentId, { ip = "198.51.100.9", headers = {} } = {}) {

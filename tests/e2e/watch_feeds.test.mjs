@@ -5,14 +5,12 @@
 // spec's formula, independently of the Rust core.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import crypto from "node:crypto";
-import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startWorker, BASE } from "./harness.mjs";
-import { exampleCapsule, jcs, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
-import { claim, claimBody, confirm, nextIp, pay, quoteOk, startChain, upgradeVars, DAY } from "./upgrade-helpers.mjs";
+import { exampleCapsule, jcs, publish, signedReadHeaders } from "./helpers.mjs";
+import { startChain, upgradeVars, DAY } from "./upgrade-helpers.mjs";
 import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
+import { CRON, cursorsOf, expectedCursor, fixtureFile, agentWith as sharedAgentWith } from "./feed-helpers.mjs";
 import { exits, requireSelfcap, selfcapIn, SELFCAP_BIN } from "./cli-helpers.mjs";
 import { mcpSession } from "./mcp-helpers.mjs";
 import { mkdtempSync } from "node:fs";
@@ -20,26 +18,12 @@ import { tmpdir } from "node:os";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const CRON = "*/5 * * * *";
 
 let chain;
 let fixture;
 let w;
 
-/** A fixture file of a state. */
-const file = (state, rel) => JSON.parse(readFileSync(path.join(ROOT, "tests/fixtures/ddv1", state, rel), "utf8"));
-/** The catalog's cursor per source in a state (the zero cursor is null). */
-function cursorsOf(state) {
-  const zero = "sha256:" + "0".repeat(64);
-  return Object.fromEntries(file(state, "diff/sources.json").sources.map((s) => [s.source_id, s.cursor === zero ? null : s.cursor ?? null]));
-}
-/** The spec's watch_cursor over `ids`, from a state's catalog. */
-function expectedCursor(state, ids) {
-  const cur = cursorsOf(state);
-  const text = jcs({ basis: "watch_v1", sources: [...ids].sort().map((id) => [id, cur[id] ?? null]) });
-  return "sha256:" + crypto.createHash("sha256").update(text, "utf8").digest("hex");
-}
+const file = fixtureFile;
 
 /** The batch a state serves for a source: the live path, or the older one when the live body is not the catalog's. */
 function servedBatch(state, id) {
@@ -84,22 +68,7 @@ const get = (doc, agentId, headers = {}) => w.fetch(feedPath(doc, agentId), { he
 const scheduled = async () => (await w.mf.getWorker()).scheduled({ cron: CRON });
 
 /** A new agent, published with `watch` (and `extra` capsule members), credited Pro when `pro`. */
-async function agentWith(watch, { pro = true, extra = {}, on } = {}) {
-  const worker = on ?? w;
-  const a = newAgent();
-  const ip = nextIp();
-  const capsule = exampleCapsule(a.agentId, { ...(watch ? { watch } : {}), ...extra });
-  const r = await publish(worker, a, 1, capsule, { ip });
-  assert.equal(r.status, 200, r.text);
-  if (pro) {
-    const q = await quoteOk(worker, a, "pro", { ip });
-    const tx = await pay(chain, q);
-    await confirm(chain);
-    const c = await claim(worker, claimBody(a, q.invoice_id, tx, 1), { ip });
-    assert.equal(c.status, 200, c.text);
-  }
-  return a;
-}
+const agentWith = (watch, { pro = true, extra = {}, on } = {}) => sharedAgentWith(on ?? w, chain, watch, { pro, extra });
 
 before(async () => {
   chain = await startChain();

@@ -23,7 +23,6 @@ use crate::core::quota::ip_bucket;
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::record::Record;
 use crate::core::urls::FeedDoc;
-use crate::core::watch;
 use crate::core::world::ddv1::Batch;
 use crate::core::world::refresh::{batch_kv_key, WorldPointer};
 use crate::core::world::stacks::Stacks;
@@ -199,17 +198,7 @@ pub async fn handle(
 /// and the socket handed to the agent's feed object, which sends the head
 /// at once and again whenever it moves.
 pub async fn socket(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, Failure> {
-    let h = req.headers();
-    if !watch::asks_websocket(h.get("Upgrade")?.as_deref()) {
-        return Err(Failure::code(ReasonCode::WebsocketRequired));
-    }
-    let (key, version) = (h.get("Sec-WebSocket-Key")?, h.get("Sec-WebSocket-Version")?);
-    if !watch::is_handshake(key.as_deref(), version.as_deref()) {
-        return Err(Failure::refused(
-            ReasonCode::WebsocketRequired,
-            "not a WebSocket opening handshake: it needs Sec-WebSocket-Key (16 random bytes, base64) and Sec-WebSocket-Version: 13 (RFC 6455 4.1)",
-        ));
-    }
+    super::watch::handshake(req)?;
     let agent = decide::parse_query(req.query_pairs())?;
     let upstream = upstream(cfg)?;
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
@@ -219,7 +208,7 @@ pub async fn socket(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response,
     let call = FeedWatchCall {
         agent_id: agent.to_string(),
         reader: reader.map(|r| r.to_string()),
-        ip_bucket: ip_bucket(h.get("CF-Connecting-IP")?.as_deref()),
+        ip_bucket: ip_bucket(req.headers().get("CF-Connecting-IP")?.as_deref()),
         watch: admitted.watch,
         world_at_ms: admitted.world.checked_at_ms,
         now_ms,

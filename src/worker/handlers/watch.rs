@@ -16,13 +16,9 @@ use crate::worker::handlers::signer;
 use crate::worker::request::Incoming;
 use worker::{Env, Response};
 
-/// One watch request.
-pub async fn handle(
-    req: &Incoming,
-    env: &Env,
-    cfg: &Config,
-    agent: &AgentId,
-) -> Result<Response, Failure> {
+/// Refuses (426) a request that is not a WebSocket opening handshake the
+/// runtime can complete: every socket route checks this first.
+pub fn handshake(req: &Incoming) -> Result<(), Failure> {
     let h = req.headers();
     if !watch::asks_websocket(h.get("Upgrade")?.as_deref()) {
         return Err(Failure::code(ReasonCode::WebsocketRequired));
@@ -34,6 +30,17 @@ pub async fn handle(
             "not a WebSocket opening handshake: it needs Sec-WebSocket-Key (16 random bytes, base64) and Sec-WebSocket-Version: 13 (RFC 6455 4.1)",
         ));
     }
+    Ok(())
+}
+
+/// One watch request.
+pub async fn handle(
+    req: &Incoming,
+    env: &Env,
+    cfg: &Config,
+    agent: &AgentId,
+) -> Result<Response, Failure> {
+    handshake(req)?;
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     // A signature is checked before anything about the capsule is read.
     let reader = signer::of(req, env, now_ms).await?;

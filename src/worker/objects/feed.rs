@@ -12,6 +12,7 @@
 //! object with the record, and handled the same way for that agent.
 //! Watchers hibernate: an idle one costs nothing while the object sleeps.
 
+use super::sockets;
 use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
 use crate::core::model::{ReadScope, Watch};
@@ -19,7 +20,7 @@ use crate::core::projection::feed::{self as decide, Projection};
 use crate::core::projection::push;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{kv_key, Record};
-use crate::core::watch::{self, Answer, Close, Incoming};
+use crate::core::watch::{self, Close};
 use crate::core::world::refresh::WorldPointer;
 use crate::core::world::stacks::Stacks;
 use crate::worker::config::Config;
@@ -144,14 +145,7 @@ impl DurableObject for FeedDO {
         ws: WebSocket,
         message: WebSocketIncomingMessage,
     ) -> worker::Result<()> {
-        let incoming = match &message {
-            WebSocketIncomingMessage::String(t) => Incoming::Text(t),
-            WebSocketIncomingMessage::Binary(b) => Incoming::Binary(b.len()),
-        };
-        match watch::answer(incoming) {
-            Answer::Pong => ws.send_with_str(watch::PONG),
-            Answer::Close(c) => ws.close(Some(c.code()), Some(c.reason())),
-        }
+        sockets::answer(&ws, &message)
     }
 
     async fn websocket_close(
@@ -161,13 +155,7 @@ impl DurableObject for FeedDO {
         _reason: String,
         _was_clean: bool,
     ) -> worker::Result<()> {
-        // Hibernatable sockets are not answered by the runtime: complete the
-        // closing handshake, or the client waits for it.
-        let code = u16::try_from(code).ok().and_then(watch::echo);
-        let _ = match code {
-            Some(c) => ws.close(Some(c), Some("bye")),
-            None => ws.close::<&str>(None, None),
-        };
+        sockets::complete_close(&ws, code);
         Ok(())
     }
 

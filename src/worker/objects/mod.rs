@@ -7,4 +7,5 @@ pub mod feed;
 pub mod ip_quota;
 pub mod nonces;
 pub mod payment;
+mod sockets;
 pub mod tags;

@@ -40,8 +40,9 @@ mod writes;
 mod x402;
 
 use self::push::{Waiter, WATCH_TAG};
+use super::sockets;
 
-use crate::core::watch::{self, Answer, Incoming};
+use crate::core::watch;
 use crate::worker::config::Config;
 use crate::worker::do_wire::{self, AgentCall};
 use crate::worker::failure::settle;
@@ -158,14 +159,7 @@ impl DurableObject for AgentDO {
         ws: WebSocket,
         message: WebSocketIncomingMessage,
     ) -> worker::Result<()> {
-        let incoming = match &message {
-            WebSocketIncomingMessage::String(t) => Incoming::Text(t),
-            WebSocketIncomingMessage::Binary(b) => Incoming::Binary(b.len()),
-        };
-        match watch::answer(incoming) {
-            Answer::Pong => ws.send_with_str(watch::PONG),
-            Answer::Close(c) => ws.close(Some(c.code()), Some(c.reason())),
-        }
+        sockets::answer(&ws, &message)
     }
 
     async fn websocket_close(
@@ -175,13 +169,7 @@ impl DurableObject for AgentDO {
         _reason: String,
         _was_clean: bool,
     ) -> worker::Result<()> {
-        // Hibernatable sockets are not answered by the runtime: complete the
-        // closing handshake, or the client waits for it.
-        let code = u16::try_from(code).ok().and_then(watch::echo);
-        let _ = match code {
-            Some(c) => ws.close(Some(c), Some("bye")),
-            None => ws.close::<&str>(None, None),
-        };
+        sockets::complete_close(&ws, code);
         Ok(())
     }
 

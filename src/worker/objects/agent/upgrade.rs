@@ -99,7 +99,6 @@ impl AgentDO {
     /// object binds it to this invoice first, then state, invoice and the
     /// KV record change in one atomic commit.
     pub(super) async fn claim(&self, call: ClaimCall) -> Result<Response, Failure> {
-        let cfg = Config::of(&self.env);
         let Ok(up) = &config::upgrade(&self.env) else {
             return Err(Failure::upgrades_not_configured());
         };
@@ -165,17 +164,10 @@ impl AgentDO {
         ];
         // head.json shows the tier: mirror the record if there is one (with
         // the retry alarm armed in the same commit, as for a write).
-        let mirror = match state.record(&agent, &cfg.tiers, now) {
-            Some(record) => {
-                let mut mirror = load::<Mirror>(&storage, MIRROR_KEY)
-                    .await?
-                    .unwrap_or_default();
-                mirror.push_record(&agent, &serde_json::to_string(&record)?);
-                puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?));
-                Some(mirror)
-            }
-            None => None,
-        };
+        let mirror = self.record_mirror(&agent, &state, now).await?;
+        if let Some(m) = &mirror {
+            puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(m)?));
+        }
         let alarm = match mirror {
             Some(_) => Alarm::In(Duration::from_millis(RETRY_BASE_MS)),
             None => Alarm::Keep,
@@ -207,5 +199,25 @@ impl AgentDO {
             }
         }
         Ok(http::json(200, &body, NO_STORE)?)
+    }
+
+    /// The pending mirror with the agent's record as `state` now makes it
+    /// (a credit changes the tier head.json shows); `None` before the
+    /// agent's first write (no record to show).
+    pub(super) async fn record_mirror(
+        &self,
+        agent: &AgentId,
+        state: &AgentState,
+        now: u64,
+    ) -> worker::Result<Option<Mirror>> {
+        let cfg = Config::of(&self.env);
+        let Some(record) = state.record(agent, &cfg.tiers, now) else {
+            return Ok(None);
+        };
+        let mut mirror = load::<Mirror>(&self.state.storage(), MIRROR_KEY)
+            .await?
+            .unwrap_or_default();
+        mirror.push_record(agent, &serde_json::to_string(&record)?);
+        Ok(Some(mirror))
     }
 }

@@ -34,7 +34,7 @@ use crate::core::upgrade::x402::settle::{
 };
 use crate::core::upgrade::x402::wire::{payment_response, read_payment, Payment, Version};
 use crate::core::write::{AgentState, X402Due};
-use crate::worker::config::{self, Config};
+use crate::worker::config;
 use crate::worker::do_wire::{PaymentBind, QuoteSlot, Slot, TagAsk, X402Call};
 use crate::worker::facilitator;
 use crate::worker::failure::Failure;
@@ -473,19 +473,8 @@ impl AgentDO {
         {
             state.x402_due = None;
         }
-        let cfg = Config::of(&self.env);
-        let storage = self.state.storage();
         // head.json shows the tier: mirror the record if there is one.
-        let mirror = match state.record(agent, &cfg.tiers, now) {
-            Some(record) => {
-                let mut mirror = load::<Mirror>(&storage, MIRROR_KEY)
-                    .await?
-                    .unwrap_or_default();
-                mirror.push_record(agent, &serde_json::to_string(&record)?);
-                Some(mirror)
-            }
-            None => None,
-        };
+        let mirror = self.record_mirror(agent, state, now).await?;
         self.store(state, book, mirror.as_ref()).await?;
         log::event(
             "upgrade_credited",
