@@ -31,7 +31,7 @@ pub enum FacilitatorAuth {
     None,
     /// Coinbase CDP: a Bearer JWT per request, signed with this CDP API key
     /// (its `Debug` shows the key id only).
-    Cdp(CdpKey),
+    Cdp(Box<CdpKey>),
 }
 
 /// A configured x402 endpoint.
@@ -98,7 +98,7 @@ impl X402Config {
                 var(KEY_ID_SECRET).as_deref(),
                 var(KEY_SECRET_SECRET).as_deref(),
             ) {
-                Ok(key) => FacilitatorAuth::Cdp(key),
+                Ok(key) => FacilitatorAuth::Cdp(Box::new(key)),
                 Err(p) => {
                     problems.extend(p);
                     FacilitatorAuth::None
