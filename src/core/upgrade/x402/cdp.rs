@@ -19,6 +19,12 @@
 //! - `base64url(header).base64url(claims).base64url(Ed25519 signature)`,
 //!   without padding (RFC 7515/7519, RFC 8037 for EdDSA).
 //!
+//! The same SDK's Python half (coinbase/cdp-sdk `python/cdp/auth/utils/jwt.py`)
+//! sends the same fields but `"aud":null` and a nonce of 16 decimal digits,
+//! so CDP takes either; `uris` is the array form there too (the Coinbase
+//! App / Advanced Trade APIs take a single `uri` string instead, e.g.
+//! coinbase-advanced-py's `build_rest_jwt`: not this API's form).
+//!
 //! Keys: a CDP Ed25519 secret is the base64 of 64 bytes, the 32-byte seed
 //! then the public key (the SDK's `buildEdwardsJWT`; docs.cdp.coinbase.com
 //! /api-reference/v2/authentication). Older ECDSA keys (a PEM EC private key,
@@ -36,8 +42,9 @@ use serde::Serialize;
 pub const KEY_ID_SECRET: &str = "CDP_API_KEY_ID";
 /// The Worker secret holding the CDP API key's secret (base64 Ed25519).
 pub const KEY_SECRET_SECRET: &str = "CDP_API_KEY_SECRET";
-/// How long a token is valid: the SDK's default `expiresIn` (CDP's docs:
-/// "Your JWT expires after 2 minutes").
+/// How long a token is valid: the SDK's default `expiresIn`, the two
+/// minutes of CDP's JWT guide
+/// (docs.cdp.coinbase.com/get-started/authentication/jwt-authentication).
 pub const JWT_LIFETIME_SECONDS: u64 = 120;
 /// Bytes of randomness in the header's `nonce` (the SDK's `nonce()`).
 pub const NONCE_BYTES: usize = 16;
