@@ -179,6 +179,16 @@ const GENERATORS = [
     needs: () => npmPackage("@x402/evm"),
   },
   {
+    name: "x402-cdp-jwt",
+    files: ["tests/vectors/x402/cdp-jwt.json"],
+    blocks: [],
+    what: "Coinbase CDP Bearer JWTs (EdDSA) made by the official npm `@coinbase/cdp-sdk` 1.57.0 `generateJwt` for a test Ed25519 key, fixed clocks and nonces",
+    source: "the test key, clocks, nonces and requests in `tests/vectors/x402/make-cdp-jwt.mjs`",
+    run: ["node", "tests/vectors/x402/make-cdp-jwt.mjs"],
+    generator: "`tests/vectors/x402/make-cdp-jwt.mjs`",
+    needs: () => npmPackage("@coinbase/cdp-sdk"),
+  },
+  {
     name: "corpus",
     files: [],
     blocks: ["tests/corpus/public/unsafe.tsv", "tests/corpus/public/benign.tsv"],

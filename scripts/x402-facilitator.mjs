@@ -30,7 +30,18 @@
 //                           "settlement_pending", transaction: <hash>, …}
 //   down                    503 to everything but /_fixture/*; with {refuse:true}
 //                           (in-process only) the port stops accepting connections
-import { randomBytes } from 'node:crypto';
+//
+// requireCdpJwt: {keyId, publicKey} makes it act as Coinbase CDP's hosted
+// facilitator does at its door: /verify and /settle (and /supported) need
+// `Authorization: Bearer <jwt>` made with that CDP API key, else 401 before
+// anything else (in every mode but `down`). The token is checked as
+// npm @coinbase/cdp-sdk's generateJwt makes it (1.57.0,
+// _cjs/auth/utils/jwt.js; see checkCdpJwt below): EdDSA over
+// "header.payload" with the key's Ed25519 public key (32 bytes, hex or
+// base64), header {alg:"EdDSA", kid:keyId, typ:"JWT", nonce}, claims
+// {sub:keyId, iss:"cdp", uris:["<METHOD> <host:port><path>"] (or a single
+// `uri` string, the older form), nbf <= now <= exp}, its nonce not seen before.
+import { createPublicKey, randomBytes, verify as verifySignature } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
@@ -63,11 +74,14 @@ export function v1NetworkName(chainId) {
  * Returns {url, port, address (the settling account), networks, calls,
  * settleCount(), mode(), setMode(name, opts), stop()}. `calls` is a live log of
  * every facilitator request (not /_fixture/*): {method, path, body (parsed
- * JSON, else text), mode, status, response}, status/response filled in once
- * answered (null while hanging). Over HTTP: GET /_fixture/calls.
+ * JSON, else text), mode, status, response, auth}, status/response filled in once
+ * answered (null while hanging); `auth` is null without requireCdpJwt, else
+ * "ok" or why the token was refused (answered 401). Over HTTP: GET /_fixture/calls.
+ * `requireCdpJwt: {keyId, publicKey}`: see the top of this file.
  */
-export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '127.0.0.1', port = 0 }) {
+export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '127.0.0.1', port = 0, requireCdpJwt = null }) {
   if (!rpcUrl || !privateKey) throw new Error('startFacilitator needs rpcUrl and privateKey');
+  const cdp = requireCdpJwt && cdpVerifier(requireCdpJwt);
   const account = privateKeyToAccount(privateKey);
   chainId ??= Number(await rpcChainId(rpcUrl));
   const chain = defineChain({
@@ -132,7 +146,7 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
     }
     if (path === '/_fixture/calls' && req.method === 'GET') return send(res, 200, { calls });
 
-    const entry = { method: req.method, path, body, mode: mode.name, status: null, response: null };
+    const entry = { method: req.method, path, body, mode: mode.name, status: null, response: null, auth: null };
     calls.push(entry);
     const answer = (status, json) => {
       entry.status = status;
@@ -140,6 +154,12 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
       send(res, status, json);
     };
     if (mode.name === 'down') return answer(503, { error: 'x402 fixture: facilitator down' });
+    if (cdp) {
+      // What the request was sent to, as the caller must have signed it.
+      const why = cdp(req.headers.authorization, req.method, `${host}:${boundPort}${path}`);
+      entry.auth = why ?? 'ok';
+      if (why) return answer(401, { errorType: 'unauthorized', errorMessage: `x402 fixture: ${why}` });
+    }
 
     if (path === '/supported' && req.method === 'GET') return answer(200, facilitator.getSupported());
     if ((path === '/verify' || path === '/settle') && req.method === 'POST') {
@@ -222,6 +242,53 @@ export async function startFacilitator({ rpcUrl, chainId, privateKey, host = '12
       if (!server.listening) return;
       await new Promise((r) => { server.close(() => r()); server.closeAllConnections(); });
     },
+  };
+}
+
+/**
+ * The check of `requireCdpJwt: {keyId, publicKey}`: returns
+ * (authorization, method, hostPath, nowSec = now) => null when the Bearer
+ * token is good for that request, else why not. Nonces are remembered (a
+ * token is good once).
+ */
+export function cdpVerifier({ keyId, publicKey, leewaySec = 5 }) {
+  if (!keyId || !publicKey) throw new Error('requireCdpJwt needs keyId and publicKey');
+  const raw = typeof publicKey === 'string'
+    ? Buffer.from(publicKey, /^[0-9a-f]{64}$/i.test(publicKey) ? 'hex' : 'base64')
+    : Buffer.from(publicKey);
+  if (raw.length !== 32) throw new Error('requireCdpJwt.publicKey: not 32 bytes');
+  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' });
+  const seen = new Set();
+  return (authorization, method, hostPath, nowSec = Math.floor(Date.now() / 1000)) => {
+    const m = /^Bearer ([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/.exec(authorization ?? '');
+    if (!m) return authorization ? 'the Authorization header is not a Bearer JWT' : 'no Authorization header';
+    const [, h, p, s] = m;
+    let header, claims;
+    try {
+      header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+      claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8'));
+    } catch {
+      return 'the JWT header or claims are not JSON';
+    }
+    if (header.alg !== 'EdDSA') return `alg ${JSON.stringify(header.alg)}, not EdDSA`;
+    if (header.typ !== 'JWT') return `typ ${JSON.stringify(header.typ)}, not JWT`;
+    if (header.kid !== keyId) return `kid ${JSON.stringify(header.kid)} is not the key's id`;
+    if (typeof header.nonce !== 'string' || header.nonce.length < 16) return 'no nonce in the header';
+    if (!verifySignature(null, Buffer.from(`${h}.${p}`), key, Buffer.from(s, 'base64url'))) {
+      return 'the signature does not verify with the key';
+    }
+    if (claims.sub !== keyId) return `sub ${JSON.stringify(claims.sub)} is not the key's id`;
+    if (claims.iss !== 'cdp') return `iss ${JSON.stringify(claims.iss)}, not cdp`;
+    const want = `${method} ${hostPath}`;
+    const bound = Array.isArray(claims.uris) ? claims.uris.includes(want) : claims.uri === want;
+    if (!bound) return `the token is for ${JSON.stringify(claims.uris ?? claims.uri)}, not ${JSON.stringify(want)}`;
+    if (!Number.isInteger(claims.nbf) || !Number.isInteger(claims.exp)) return 'nbf or exp missing';
+    if (claims.nbf > nowSec + leewaySec) return `not valid before ${claims.nbf} (now ${nowSec})`;
+    if (claims.exp < nowSec - leewaySec) return `expired at ${claims.exp} (now ${nowSec})`;
+    if (claims.exp - claims.nbf > 300) return `valid for ${claims.exp - claims.nbf} s: too long`;
+    if (seen.has(header.nonce)) return 'the nonce was used before';
+    seen.add(header.nonce);
+    return null;
   };
 }
 

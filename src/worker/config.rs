@@ -12,6 +12,7 @@ use crate::core::crypto::PublicKey;
 use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
 use crate::core::upgrade::config::{UpgradeConfig, RPC_URL_VAR};
+use crate::core::upgrade::x402::cdp;
 use crate::core::upgrade::x402::config::X402Config;
 use std::cell::OnceCell;
 use std::rc::Rc;
@@ -128,9 +129,19 @@ pub fn upgrade(env: &Env) -> Result<UpgradeConfig, Vec<String>> {
 /// The x402 endpoint's settings on top of the upgrade's: `Ok(None)` when no
 /// facilitator is configured (x402 off; the classic upgrade stays on),
 /// `Err` naming each malformed var.
+///
+/// With `X402_FACILITATOR_AUTH=cdp` this also reads the CDP API key from the
+/// secrets `CDP_API_KEY_ID` and `CDP_API_KEY_SECRET` (`wrangler secret put`);
+/// the problems it reports name them, never their values.
 pub fn x402(env: &Env, up: &UpgradeConfig) -> Result<Option<X402Config>, Vec<String>> {
     X402Config::from_vars(
-        |name| env.var(name).ok().map(|v| v.to_string()),
+        |name| {
+            if name == cdp::KEY_ID_SECRET || name == cdp::KEY_SECRET_SECRET {
+                env.secret(name).ok().map(|s| s.to_string())
+            } else {
+                env.var(name).ok().map(|v| v.to_string())
+            }
+        },
         up.chain_id,
     )
 }

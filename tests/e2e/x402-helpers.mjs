@@ -53,9 +53,11 @@ export const addressOf = (key) => privateKeyToAccount(key).address;
 /**
  * anvil (default chain 8453) + TestUSDC3009 at BASE_USDC + the facilitator.
  * `fund` = [{address, amount}] mints test USDC to payers (bigint, atomic units).
+ * `requireCdpJwt` = {keyId, publicKey}: the facilitator wants CDP's Bearer JWT
+ * (scripts/x402-facilitator.mjs).
  * Returns {chain, rpcUrl, usdc, facilitator, fund(address, amount), stop}.
  */
-export async function startX402Stack({ chainId = 8453, fund = [] } = {}) {
+export async function startX402Stack({ chainId = 8453, fund = [], requireCdpJwt = null } = {}) {
   const chain = await startAnvil({ chainId });
   const stops = [() => chain.stop()];
   const stop = async () => {
@@ -64,7 +66,12 @@ export async function startX402Stack({ chainId = 8453, fund = [] } = {}) {
   try {
     const deployer = chain.accounts[0];
     const usdc = await placeToken3009At(chain.rpcUrl, deployer, BASE_USDC);
-    const facilitator = await startFacilitator({ rpcUrl: chain.rpcUrl, chainId, privateKey: FACILITATOR_KEY });
+    const facilitator = await startFacilitator({
+      rpcUrl: chain.rpcUrl,
+      chainId,
+      privateKey: FACILITATOR_KEY,
+      requireCdpJwt,
+    });
     stops.push(() => facilitator.stop());
     if (!chain.accounts.includes(facilitator.address.toLowerCase())) {
       throw new Error(`FACILITATOR_KEY is not one of anvil's funded dev accounts (${facilitator.address})`);

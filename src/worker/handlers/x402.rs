@@ -9,7 +9,7 @@ use super::upgrade::configured;
 use crate::core::quota::ip_bucket;
 use crate::core::reason::ReasonCode;
 use crate::core::upgrade::x402::ask::parse_query;
-use crate::core::upgrade::x402::config::{FacilitatorAuth, X402Config};
+use crate::core::upgrade::x402::config::X402Config;
 use crate::core::upgrade::x402::wire::{read_payment, Version};
 use crate::core::urls::X402_PATH;
 use crate::worker::config::{self, Config};
@@ -21,24 +21,15 @@ use crate::worker::{clock, log};
 use worker::{Env, Response, Url};
 
 /// This deployment's x402 settings, or the 503 for one without (valid)
-/// ones, logging what is wrong by var name.
+/// ones, logging what is wrong by var or secret name (never a value: with
+/// `X402_FACILITATOR_AUTH=cdp`, a missing or malformed `CDP_API_KEY_ID` or
+/// `CDP_API_KEY_SECRET` is one of these).
 pub fn x402_configured(
     env: &Env,
     up: &crate::core::upgrade::config::UpgradeConfig,
 ) -> Result<X402Config, Failure> {
     let not_configured = |why: &'static str| Failure::refused(ReasonCode::X402NotConfigured, why);
     match config::x402(env, up) {
-        Ok(Some(x)) if x.auth == FacilitatorAuth::Cdp => {
-            // Refused rather than sent unauthenticated: CDP would refuse
-            // every settlement, and payers would sign for nothing.
-            log::event(
-                "config_error",
-                &[("x402", "X402_FACILITATOR_AUTH=cdp is not supported yet")],
-            );
-            Err(not_configured(
-                "this deployment's x402 facilitator is not usable; pay by transfer and claim",
-            ))
-        }
         Ok(Some(x)) => Ok(x),
         Ok(None) => Err(not_configured(
             "this deployment takes no x402 payments; pay by transfer and claim (POST /api/v1/self/upgrade/quote)",

@@ -3,12 +3,13 @@
 //! is off (`x402_not_configured`) and the classic quote/claim stays on; a
 //! set but malformed var turns it off too (fail closed), named in the log.
 
+use super::cdp::{CdpKey, KEY_ID_SECRET, KEY_SECRET_SECRET};
 use crate::core::upgrade::config::{BASE_CHAIN_ID, BASE_SEPOLIA_CHAIN_ID};
 
 /// The facilitator's base URL (`…/settle`, `…/verify`). Unset: x402 is off.
 pub const FACILITATOR_URL_VAR: &str = "X402_FACILITATOR_URL";
 /// `none` (default) or `cdp` (a Bearer JWT per request from the CDP key
-/// secrets `CDP_API_KEY_ID`, `CDP_API_KEY_SECRET`).
+/// secrets `CDP_API_KEY_ID`, `CDP_API_KEY_SECRET`: [`super::cdp`]).
 pub const FACILITATOR_AUTH_VAR: &str = "X402_FACILITATOR_AUTH";
 /// The token's EIP-712 domain name (defaults on Base and Base Sepolia).
 pub const TOKEN_NAME_VAR: &str = "X402_TOKEN_NAME";
@@ -24,12 +25,13 @@ pub const MIN_CONFIRMATIONS_VAR: &str = "X402_MIN_CONFIRMATIONS";
 pub const SETTLE_TIMEOUT_VAR: &str = "X402_SETTLE_TIMEOUT_MS";
 
 /// How requests to the facilitator are authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FacilitatorAuth {
     /// None (a self-hosted facilitator, x402.org on testnets).
     None,
-    /// Coinbase CDP: a Bearer JWT per request, signed with the CDP API key.
-    Cdp,
+    /// Coinbase CDP: a Bearer JWT per request, signed with this CDP API key
+    /// (its `Debug` shows the key id only).
+    Cdp(Box<CdpKey>),
 }
 
 /// A configured x402 endpoint.
@@ -90,7 +92,18 @@ impl X402Config {
         }
         let auth = match var(FACILITATOR_AUTH_VAR).as_deref() {
             None | Some("none") => FacilitatorAuth::None,
-            Some("cdp") => FacilitatorAuth::Cdp,
+            // Missing or malformed key secrets turn x402 off rather than
+            // letting it ask CDP unauthenticated (every settlement refused).
+            Some("cdp") => match CdpKey::from_secrets(
+                var(KEY_ID_SECRET).as_deref(),
+                var(KEY_SECRET_SECRET).as_deref(),
+            ) {
+                Ok(key) => FacilitatorAuth::Cdp(Box::new(key)),
+                Err(p) => {
+                    problems.extend(p);
+                    FacilitatorAuth::None
+                }
+            },
             Some(_) => {
                 problems.push(format!("{FACILITATOR_AUTH_VAR}: neither none nor cdp"));
                 FacilitatorAuth::None
@@ -195,16 +208,70 @@ mod tests {
         );
         assert_eq!(c.settle_timeout_ms, 45_000);
         let sepolia = read(
-            &[
-                (FACILITATOR_URL_VAR, "https://x402.org/facilitator"),
-                (FACILITATOR_AUTH_VAR, "cdp"),
-            ],
+            &[(FACILITATOR_URL_VAR, "https://x402.org/facilitator")],
             BASE_SEPOLIA_CHAIN_ID,
         )
         .unwrap()
         .unwrap();
         assert_eq!(sepolia.token_name, "USDC");
-        assert_eq!(sepolia.auth, FacilitatorAuth::Cdp);
+    }
+
+    #[test]
+    fn cdp_auth_needs_both_key_secrets() {
+        let vectors: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../tests/vectors/x402/cdp-jwt.json"))
+                .unwrap();
+        let secret = vectors["key"]["secret"].as_str().unwrap();
+        let url = (
+            FACILITATOR_URL_VAR,
+            "https://api.cdp.coinbase.com/platform/v2/x402",
+        );
+        let cdp = (FACILITATOR_AUTH_VAR, "cdp");
+        let c = read(
+            &[
+                url,
+                cdp,
+                (KEY_ID_SECRET, "key-1"),
+                (KEY_SECRET_SECRET, secret),
+            ],
+            BASE_CHAIN_ID,
+        )
+        .unwrap()
+        .unwrap();
+        match &c.auth {
+            FacilitatorAuth::Cdp(key) => assert_eq!(key.id(), "key-1"),
+            other => panic!("{other:?}"),
+        }
+        // The config's Debug (logged nowhere, but still) shows no secret.
+        assert!(!format!("{c:?}").contains(&secret[..16]));
+        // Missing: both named. Malformed: named, the value never shown.
+        let e = read(&[url, cdp], BASE_CHAIN_ID).unwrap_err();
+        assert!(e.iter().any(|p| p.starts_with(KEY_ID_SECRET)), "{e:?}");
+        assert!(e.iter().any(|p| p.starts_with(KEY_SECRET_SECRET)), "{e:?}");
+        let e = read(
+            &[
+                url,
+                cdp,
+                (KEY_ID_SECRET, "key-1"),
+                (KEY_SECRET_SECRET, "c2VjcmV0"),
+            ],
+            BASE_CHAIN_ID,
+        )
+        .unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(KEY_SECRET_SECRET) && !e[0].contains("c2VjcmV0"),
+            "{e:?}"
+        );
+        // Without cdp the key secrets are not read at all.
+        let none = read(&[url, (KEY_SECRET_SECRET, "junk")], BASE_CHAIN_ID);
+        assert!(matches!(
+            none,
+            Ok(Some(X402Config {
+                auth: FacilitatorAuth::None,
+                ..
+            }))
+        ));
     }
 
     #[test]

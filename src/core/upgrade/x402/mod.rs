@@ -17,11 +17,13 @@
 //! | the X402_* vars                                      | [`config`]       |
 //! | headers: payment in, 402 and settlement response out | [`wire`]         |
 //! | the facilitator's `/settle` and `/verify`            | [`facilitator`]  |
+//! | the Bearer JWT of Coinbase CDP's facilitator         | [`cdp`]          |
 //! | the agent's x402 invoices and what a payment matches | [`invoice`]      |
 //! | `authorizationState`, `AuthorizationUsed`, receipts  | [`chain`]        |
 //! | a paid request, its settlement and the alarm         | [`settle`]       |
 
 pub mod ask;
+pub mod cdp;
 pub mod chain;
 pub mod config;
 pub mod facilitator;
