@@ -414,6 +414,9 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    /// A JSON object's members.
+    type Members = Vec<(String, Json)>;
+
     fn vectors() -> Value {
         serde_json::from_str(include_str!("../../../tests/vectors/x402/payments.json")).unwrap()
     }
@@ -555,7 +558,7 @@ mod tests {
         let good = vector_offer(&v);
         assert_eq!(good.amount, 5_004_217);
         let agent = vector_agent();
-        let with = |f: &dyn Fn(&mut Vec<(String, Json)>)| {
+        let with = |f: &dyn Fn(&mut Members)| {
             let mut req = good.required.clone();
             if let Json::Object(m) = &mut req {
                 for (k, val) in m.iter_mut() {
@@ -571,7 +574,7 @@ mod tests {
             STANDARD.encode(serde_json::to_string(&req).unwrap())
         };
         let set = |key: &'static str, value: Json| {
-            with(&move |acc: &mut Vec<(String, Json)>| {
+            with(&move |acc: &mut Members| {
                 for (k, v) in acc.iter_mut() {
                     if k == key {
                         *v = value.clone();
