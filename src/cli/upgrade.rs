@@ -7,10 +7,12 @@
 use crate::cli::print::{emit, print_json};
 use crate::cli::{client, Global, JsonOut};
 use crate::client::upgrade::{
-    StopAfter, UpgradeOptions, ARCHIVE_DIR, PROVIDER_TIMEOUT, UPGRADE_FILE,
+    StopAfter, UpgradeOptions, X402Options, ARCHIVE_DIR, PROVIDER_TIMEOUT, UPGRADE_FILE,
 };
 use crate::client::Error;
 use crate::core::limits::Tier;
+use crate::core::upgrade::amount::Usdc;
+use crate::core::upgrade::evm::Address;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -37,6 +39,15 @@ not know them) and never signs another; a re-run after the credit prints the sto
 
 The key file holds 64 hex characters (0x optional), mode 0600; it is never printed.
 
+--x402 pays the same plan through POST /api/v1/self/upgrade/x402 instead: the 402's
+PAYMENT-REQUIRED is checked (eip155:<--chain-id>, that chain's USDC, the plan's price plus
+a tag of at most 0.009999, --pay-to when given), an EIP-3009 TransferWithAuthorization is
+signed (EIP-712) with --evm-key and written to upgrade.json before it is sent as
+PAYMENT-SIGNATURE; while the service answers x402_settlement_pending (or the run ends) the
+SAME header is resent, never a second one, unless the service answered
+x402_settlement_failed or x402_invoice_mismatch (nothing moved): the next run pays the new
+invoice. No RPC is needed (--rpc only to learn the chain id) and no gas.
+
 Exit codes: 0 credited; 1 local (key file, balance, wrong chain, an open invoice for
 another plan); 3 service or RPC unreachable; 4 fix the request; 5 still pending when
 --confirmations-timeout ran out, or quote limits (run again later); 6 bad signature;
@@ -56,9 +67,31 @@ pub(crate) struct UpgradeArgs {
     /// File with the paying account's secp256k1 private key (hex; mode 0600).
     #[arg(long, value_name = "FILE", env = "SELFCAP_EVM_KEY", required = true)]
     evm_key: Option<PathBuf>,
-    /// JSON-RPC URL of the chain the quote names (e.g. Base).
-    #[arg(long, value_name = "URL", env = "SELFCAP_RPC_URL", required = true)]
+    /// JSON-RPC URL of the chain the quote names (e.g. Base). With --x402
+    /// only used to learn the chain when --chain-id is not given.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SELFCAP_RPC_URL",
+        required_unless_present = "x402"
+    )]
     rpc: Option<String>,
+    /// Pay with x402 (POST /api/v1/self/upgrade/x402): sign an EIP-3009
+    /// authorization for the 402's invoice; the service settles it (no gas,
+    /// no transaction sent from here).
+    #[arg(long)]
+    x402: bool,
+    /// With --x402: the chain to pay on (default: --rpc's eth_chainId, else 8453, Base).
+    #[arg(long, value_name = "ID", env = "SELFCAP_CHAIN_ID", requires = "x402")]
+    chain_id: Option<u64>,
+    /// With --x402: the plan's price in USDC the invoice must be (plus a
+    /// tag of at most 0.009999); default the list price (pro 5.00, plus 15.00).
+    #[arg(long, value_name = "USDC", requires = "x402")]
+    x402_price: Option<String>,
+    /// With --x402: the service's treasury (payTo must be it), e.g. the
+    /// to_address of `selfcap upgrade` quotes.
+    #[arg(long, value_name = "ADDRESS", requires = "x402")]
+    pay_to: Option<String>,
     /// Longest wait for the receipt, the confirmations and the claim.
     #[arg(long, value_name = "SECS", default_value_t = 900)]
     confirmations_timeout: u64,
@@ -124,6 +157,9 @@ pub(crate) fn run(g: &Global, a: UpgradeArgs) -> Result<(), Error> {
         report(&v, out);
         return Ok(());
     }
+    if a.x402 {
+        return run_x402(g, a);
+    }
     // clap enforces these without a subcommand.
     let (Some(plan), Some(evm_key), Some(rpc)) = (a.plan, a.evm_key, a.rpc) else {
         return Err(Error::Local(
@@ -145,6 +181,57 @@ pub(crate) fn run(g: &Global, a: UpgradeArgs) -> Result<(), Error> {
         stop_after: stop_after(),
     };
     let done = c.upgrade(&opts, &note)?;
+    if !done.fresh {
+        eprintln!(
+            "selfcap: stored result from {} (archive: {}/)",
+            c.state().file(UPGRADE_FILE).display(),
+            ARCHIVE_DIR
+        );
+    }
+    report(&done.claimed, a.out);
+    Ok(())
+}
+
+/// `upgrade --x402`.
+fn run_x402(g: &Global, a: UpgradeArgs) -> Result<(), Error> {
+    let (Some(plan), Some(evm_key)) = (a.plan, a.evm_key) else {
+        return Err(Error::Local(
+            "upgrade --x402 needs --plan and --evm-key".into(),
+        ));
+    };
+    let price = match &a.x402_price {
+        None => None,
+        Some(p) => Some(Usdc::parse(p).filter(|u| u.0 > 0).ok_or_else(|| {
+            Error::Local(format!(
+                "--x402-price {p:?} is not a USDC amount (e.g. 5.00)"
+            ))
+        })?),
+    };
+    let pay_to = match &a.pay_to {
+        None => None,
+        Some(t) => Some(Address::parse(t).ok_or_else(|| {
+            Error::Local(format!(
+                "--pay-to {t:?} is not an address (0x + 40 hex, EIP-55 when mixed-case)"
+            ))
+        })?),
+    };
+    let c = client(g, 0)?;
+    let opts = X402Options {
+        plan: match plan {
+            Plan::Pro => Tier::Pro,
+            Plan::Plus => Tier::Plus,
+        },
+        evm_key,
+        chain_id: a.chain_id,
+        rpc_url: a.rpc,
+        price,
+        pay_to,
+        timeout: Duration::from_secs(a.confirmations_timeout),
+        poll: POLL,
+        new: a.new,
+        stop_after: stop_after(),
+    };
+    let done = c.upgrade_x402(&opts, &note)?;
     if !done.fresh {
         eprintln!(
             "selfcap: stored result from {} (archive: {}/)",

@@ -103,7 +103,11 @@ impl ToolHost {
             } => self.history(agent, since, limit),
             Call::Checkpoint(a) => self.checkpoint(a),
             Call::Verify { agent } => self.verify(agent),
-            Call::Upgrade { action, plan } => self.upgrade(action, plan),
+            Call::Upgrade {
+                action,
+                plan,
+                method,
+            } => self.upgrade(action, plan, method),
             Call::Keys { agent } => self.keys(agent),
             Call::Rotate => self.rotate(),
             Call::Feed { agent, doc, since } => self.feed(agent, doc, since),

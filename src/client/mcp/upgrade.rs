@@ -1,13 +1,14 @@
 //! `self_upgrade`: the paid tier from inside the agent. `status` and
 //! `quote` always work; `pay` only when the server was started with an EVM
 //! key and a chain (`SELFCAP_EVM_KEY`, `SELFCAP_RPC_URL`), and it buys at
-//! most once, through the same never-pay-twice record as `selfcap upgrade`.
+//! most once, through the same never-pay-twice record as `selfcap upgrade`
+//! (`method: "x402"` pays like `selfcap upgrade --x402`).
 
 use super::ToolHost;
-use crate::client::upgrade::{UpgradeOptions, PROVIDER_TIMEOUT};
+use crate::client::upgrade::{UpgradeOptions, X402Options, PROVIDER_TIMEOUT};
 use crate::client::{Error, HeadOutcome};
 use crate::core::limits::Tier;
-use crate::core::mcp::args::UpgradeAction;
+use crate::core::mcp::args::{PayMethod, UpgradeAction};
 use crate::core::mcp::results::{self, Answer};
 use serde_json::json;
 use std::time::Duration;
@@ -17,6 +18,7 @@ impl ToolHost {
         &self,
         action: UpgradeAction,
         plan: Option<String>,
+        method: PayMethod,
     ) -> Result<Answer, Error> {
         let c = match self.client() {
             Ok(c) => c,
@@ -67,19 +69,38 @@ impl ToolHost {
                         "Use action quote and pay from a wallet, or restart selfcap mcp with both set.",
                     ));
                 };
-                let done = c.upgrade(
-                    &UpgradeOptions {
-                        plan,
-                        evm_key: pay.evm_key.clone(),
-                        rpc_url: pay.rpc_url.clone(),
-                        timeout: pay.timeout,
-                        poll: Duration::from_secs(1),
-                        provider_timeout: PROVIDER_TIMEOUT,
-                        new: false,
-                        stop_after: None,
-                    },
-                    &|_| {},
-                )?;
+                // Either way through the one record: a purchase in flight
+                // is finished by its own method, never paid twice.
+                let done = match method {
+                    PayMethod::Transfer => c.upgrade(
+                        &UpgradeOptions {
+                            plan,
+                            evm_key: pay.evm_key.clone(),
+                            rpc_url: pay.rpc_url.clone(),
+                            timeout: pay.timeout,
+                            poll: Duration::from_secs(1),
+                            provider_timeout: PROVIDER_TIMEOUT,
+                            new: false,
+                            stop_after: None,
+                        },
+                        &|_| {},
+                    )?,
+                    PayMethod::X402 => c.upgrade_x402(
+                        &X402Options {
+                            plan,
+                            evm_key: pay.evm_key.clone(),
+                            chain_id: None,
+                            rpc_url: Some(pay.rpc_url.clone()),
+                            price: None,
+                            pay_to: None,
+                            timeout: pay.timeout,
+                            poll: Duration::from_secs(1),
+                            new: false,
+                            stop_after: None,
+                        },
+                        &|_| {},
+                    )?,
+                };
                 let mut o = done.claimed;
                 o["credited"] = true.into();
                 o["fresh"] = done.fresh.into();

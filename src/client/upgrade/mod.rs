@@ -39,6 +39,16 @@
 //! | `service` | the quote request, the claim ([`Client::upgrade_claim`](super::Client::upgrade_claim)), refusals as errors by reason-code class |
 //! | `flow` | `selfcap upgrade` ([`Client::upgrade`](super::Client::upgrade), [`UpgradeOptions`]): decide, quote, pay, broadcast, confirmations, claim |
 //! | `status` | the tier for `status` ([`Client::tier`](super::Client::tier), [`TierView`]) |
+//! | `x402` | x402: the 402's `PAYMENT-REQUIRED` checked (`check_offer`), the EIP-3009 authorization signed over EIP-712 into a `PAYMENT-SIGNATURE` (`sign_payment`), what an answer means (`read_answer`) |
+//! | `x402_flow` | `selfcap upgrade --x402` ([`Client::upgrade_x402`](super::Client::upgrade_x402), [`X402Options`]): ask, check, sign, record, send; resend the same header until answered |
+//!
+//! **x402** (`upgrade --x402`) keeps the same record and the same rule:
+//! the signed `PAYMENT-SIGNATURE` header is written to `upgrade.json`
+//! (`x402`) before it is sent, and a re-run resends exactly that header
+//! until the service answers for it. A second authorization is signed
+//! only after the service said the first moved nothing
+//! (`x402_settlement_failed`, `x402_invoice_mismatch`; kept in
+//! `x402_dropped`).
 //!
 //! RFC 3339 text is read and written by [`crate::core::time`].
 
@@ -49,13 +59,18 @@ mod rpc;
 mod service;
 mod status;
 mod tx;
+mod x402;
+mod x402_flow;
 
 #[cfg(test)]
 mod fixtures;
 
 pub use flow::{StopAfter, UpgradeDone, UpgradeOptions};
-pub use record::{Abandoned, Failure, Payment, Record, ARCHIVE_DIR, UPGRADE_FILE};
+pub use record::{Abandoned, Failure, Payment, Record, X402Dropped, X402Sent};
+pub use record::{ARCHIVE_DIR, UPGRADE_FILE};
 pub use service::{ClaimWaits, PROVIDER_TIMEOUT};
 pub use status::TierView;
+pub use x402::list_price;
+pub use x402_flow::X402Options;
 
 use crate::client::now_ms;

@@ -41,6 +41,40 @@ pub struct Record {
     /// The claim's final refusal, when it was refused for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<Failure>,
+    /// x402 (`upgrade --x402`): the signed payment header, written before
+    /// it is sent; resent byte for byte until the service answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x402: Option<X402Sent>,
+    /// x402 authorizations the service said moved nothing
+    /// (`x402_settlement_failed`, `x402_invoice_mismatch`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub x402_dropped: Vec<X402Dropped>,
+}
+
+/// A signed x402 payment (`PAYMENT-SIGNATURE`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct X402Sent {
+    /// The header's value exactly as sent (base64 JSON).
+    pub header: String,
+    /// The payer (EIP-55).
+    pub from: String,
+    /// The EIP-3009 nonce, `0x` + 64 hex: the authorization's identity.
+    pub nonce: String,
+    /// Atomic USDC units authorized.
+    pub value: String,
+    /// The authorization dies at this Unix second.
+    pub valid_before: u64,
+    /// When it was signed (RFC 3339).
+    pub signed_at: String,
+}
+
+/// An x402 authorization that moved nothing, by the service's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct X402Dropped {
+    /// Its EIP-3009 nonce.
+    pub nonce: String,
+    /// The reason code that said so.
+    pub why: String,
 }
 
 /// A signed payment transaction.
@@ -90,7 +124,14 @@ impl Record {
             claim_seq: None,
             claimed: None,
             failed: None,
+            x402: None,
+            x402_dropped: Vec::new(),
         }
+    }
+
+    /// Whether this purchase is paid with x402.
+    pub fn is_x402(&self) -> bool {
+        self.invoice_str("method") == "x402"
     }
 
     pub(super) fn invoice_str(&self, k: &str) -> &str {
@@ -144,8 +185,21 @@ pub(super) fn decide(
             Next::Failed
         });
     }
+    if let Some(x) = &r.x402 {
+        return Err(Error::local(format!(
+            "an x402 payment (authorization {}) is recorded for invoice {}: finish it with \
+             `selfcap upgrade --x402 --plan {}` (it is resent, never replaced)",
+            x.nonce,
+            r.invoice_id(),
+            r.invoice_str("plan")
+        )));
+    }
     if r.payment.is_some() {
         return Ok(Next::Resume);
+    }
+    if r.is_x402() {
+        // x402 authorizations that moved nothing: a transfer needs a quote.
+        return Ok(Next::Quote { archive: true });
     }
     // Nothing was ever signed for this invoice: no money can have moved.
     let expires = parse_rfc3339(r.invoice_str("expires_at")).unwrap_or(0);
@@ -164,6 +218,58 @@ pub(super) fn decide(
         )));
     }
     Ok(Next::Pay)
+}
+
+/// What an x402 run does ([`decide_x402`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum X402Next {
+    /// Ask for the invoice (`archive`: move the recorded purchase aside
+    /// first; `renew`: buy again even though a credit is recent).
+    Request { archive: bool, renew: bool },
+    /// A header is recorded: send it again, byte for byte.
+    Resend,
+    /// Credited already.
+    Done,
+    /// Refused for good: report it (`--new` starts over).
+    Failed,
+}
+
+/// What to do on an x402 run (the same one-purchase rule as [`decide`]).
+pub(super) fn decide_x402(record: Option<&Record>, new: bool) -> Result<X402Next, Error> {
+    let Some(r) = record else {
+        return Ok(X402Next::Request {
+            archive: false,
+            renew: false,
+        });
+    };
+    let again = X402Next::Request {
+        archive: true,
+        renew: true,
+    };
+    if r.claimed.is_some() {
+        return Ok(if new { again } else { X402Next::Done });
+    }
+    if r.failed.is_some() {
+        return Ok(if new { again } else { X402Next::Failed });
+    }
+    if r.x402.is_some() {
+        return Ok(X402Next::Resend);
+    }
+    if let Some(p) = &r.payment {
+        return Err(Error::local(format!(
+            "a transfer (transaction {}) is recorded for invoice {}: finish it with \
+             `selfcap upgrade --plan {}` without --x402 (it is finished, never replaced)",
+            p.tx_hash,
+            r.invoice_id(),
+            r.invoice_str("plan")
+        )));
+    }
+    // Nothing signed that can still move money: an unpaid classic invoice,
+    // or x402 authorizations the service said moved nothing.
+    Ok(X402Next::Request {
+        archive: true,
+        renew: false,
+    })
 }
 
 impl Client {
@@ -217,6 +323,7 @@ pub(super) fn archive_record(state: &StateDir, r: &Record) -> Result<(), Error> 
 mod tests {
     use super::*;
     use crate::client::upgrade::fixtures::*;
+    use crate::core::time::rfc3339;
     use serde_json::json;
 
     #[test]
@@ -311,11 +418,100 @@ mod tests {
         );
     }
 
+    fn x402_sent() -> X402Sent {
+        X402Sent {
+            header: "eyJ4NDAyVmVyc2lvbiI6Mn0=".into(),
+            from: ACCOUNT_1.into(),
+            nonce: format!("0x{}", "07".repeat(32)),
+            value: "5004217".into(),
+            valid_before: NOW / 1000 + 300,
+            signed_at: rfc3339(NOW),
+        }
+    }
+
+    #[test]
+    fn an_x402_header_is_resent_never_replaced() {
+        let fresh = X402Next::Request {
+            archive: false,
+            renew: false,
+        };
+        assert_eq!(decide_x402(None, false).unwrap(), fresh);
+        let mut r = record("pro", LATER);
+        r.invoice["method"] = json!("x402");
+        r.x402 = Some(x402_sent());
+        // Recorded: resent, with --new too.
+        assert_eq!(decide_x402(Some(&r), false).unwrap(), X402Next::Resend);
+        assert_eq!(decide_x402(Some(&r), true).unwrap(), X402Next::Resend);
+        // The classic path refuses to quote over it (exit 1), --new too.
+        for new in [false, true] {
+            let e = decide(Some(&r), Tier::Pro, NOW, new).unwrap_err();
+            assert_eq!(e.exit_code(), crate::client::ExitCode::Local);
+            assert!(e.to_string().contains("--x402"), "{e}");
+        }
+        // The service said it moved nothing: a new invoice is asked for.
+        r.x402 = None;
+        r.x402_dropped.push(X402Dropped {
+            nonce: format!("0x{}", "07".repeat(32)),
+            why: "x402_settlement_failed".into(),
+        });
+        assert_eq!(
+            decide_x402(Some(&r), false).unwrap(),
+            X402Next::Request {
+                archive: true,
+                renew: false
+            }
+        );
+        // …and the classic path may quote (nothing is in flight).
+        assert_eq!(
+            decide(Some(&r), Tier::Pro, NOW, false).unwrap(),
+            Next::Quote { archive: true }
+        );
+    }
+
+    #[test]
+    fn x402_keeps_one_purchase_per_state_directory() {
+        // Credited (either way): done until --new, which renews.
+        let mut r = record("pro", LATER);
+        r.x402 = Some(x402_sent());
+        r.claimed = Some(json!({"accepted": true}));
+        assert_eq!(decide_x402(Some(&r), false).unwrap(), X402Next::Done);
+        assert_eq!(
+            decide_x402(Some(&r), true).unwrap(),
+            X402Next::Request {
+                archive: true,
+                renew: true
+            }
+        );
+        r.claimed = None;
+        r.failed = Some(Failure {
+            status: 402,
+            code: "x402_payment_invalid".into(),
+            detail: String::new(),
+        });
+        assert_eq!(decide_x402(Some(&r), false).unwrap(), X402Next::Failed);
+        // A classic transfer in flight is finished by the classic path.
+        let mut c = record("pro", LATER);
+        c.payment = Some(payment());
+        let e = decide_x402(Some(&c), false).unwrap_err();
+        assert_eq!(e.exit_code(), crate::client::ExitCode::Local);
+        assert!(e.to_string().contains("without --x402"), "{e}");
+        // An unpaid classic invoice: nothing signed, set aside.
+        c.payment = None;
+        assert_eq!(
+            decide_x402(Some(&c), false).unwrap(),
+            X402Next::Request {
+                archive: true,
+                renew: false
+            }
+        );
+    }
+
     #[test]
     fn the_record_round_trips_through_json() {
         let mut r = record("plus", LATER);
         r.payment = Some(payment());
         r.claim_seq = Some(7);
+        r.x402 = Some(x402_sent());
         let text = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);
         // Empty parts are left out.

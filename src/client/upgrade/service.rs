@@ -236,7 +236,7 @@ impl Client {
 
     /// After a credit: the head as the service now shows it, cached for
     /// `status` (unconditionally: a credit does not move the ETag).
-    fn refresh_head(&self, agent: &AgentId, progress: &dyn Fn(&str)) {
+    pub(super) fn refresh_head(&self, agent: &AgentId, progress: &dyn Fn(&str)) {
         match self.fetch_head(agent, None) {
             Ok(Some(crate::client::HeadOutcome::Changed { head })) => {
                 let cache = crate::client::state::HeadCache {
@@ -289,7 +289,7 @@ pub(super) fn timed_out(what: &str, invoice_id: &str) -> Error {
 }
 
 /// `(error code, detail, wait)` of a refusal body.
-fn refusal_parts(resp: &Response) -> (Option<String>, String, Option<Duration>) {
+pub(super) fn refusal_parts(resp: &Response) -> (Option<String>, String, Option<Duration>) {
     let v: Option<Value> = serde_json::from_slice(&resp.body).ok();
     let s = |k: &str| {
         v.as_ref()
@@ -306,7 +306,7 @@ fn refusal_parts(resp: &Response) -> (Option<String>, String, Option<Duration>) 
 
 /// A refused quote or claim as an [`Error`] whose exit code is its reason
 /// code's class: request → 7, server → 3, the others as for writes.
-fn service_refusal(what: &str, req: &Request, resp: &Response) -> Error {
+pub(super) fn service_refusal(what: &str, req: &Request, resp: &Response) -> Error {
     let (code, detail, wait) = refusal_parts(resp);
     match code {
         Some(code) if ReasonCode::from_wire(&code).is_some() => {

@@ -76,7 +76,7 @@ impl PayerKey {
         evm::Address::parse(&format!("{a:#x}")).expect("alloy spells addresses as 0x + 40 hex")
     }
 
-    fn sign_hash(
+    pub(super) fn sign_hash(
         &self,
         hash: &alloy_primitives::B256,
     ) -> Result<alloy_primitives::Signature, Error> {

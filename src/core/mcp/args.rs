@@ -81,6 +81,8 @@ pub enum Call {
         action: UpgradeAction,
         /// `pro` or `plus` (needed for quote and pay).
         plan: Option<String>,
+        /// How `pay` pays.
+        method: PayMethod,
     },
     /// `self_keys`.
     Keys {
@@ -114,6 +116,16 @@ pub enum UpgradeAction {
     Quote,
     /// Quote, pay and claim (only with an EVM key configured).
     Pay,
+}
+
+/// `self_upgrade`'s `method`: how `pay` pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PayMethod {
+    /// An ERC-20 transfer sent from the EVM key, then a claim.
+    #[default]
+    Transfer,
+    /// x402: an EIP-3009 authorization the service settles (no gas).
+    X402,
 }
 
 /// `self_checkpoint`'s arguments.
@@ -279,7 +291,7 @@ impl Call {
                 }
             }
             Tool::Upgrade => {
-                a.only(&["action", "plan"])?;
+                a.only(&["action", "plan", "method"])?;
                 let action = match a.string("action", 16)?.as_deref() {
                     None | Some("status") => UpgradeAction::Status,
                     Some("quote") => UpgradeAction::Quote,
@@ -295,7 +307,16 @@ impl Call {
                 if action != UpgradeAction::Status && plan.is_none() {
                     return Err(bad("plan", "needed for quote and pay: pro or plus"));
                 }
-                Call::Upgrade { action, plan }
+                let method = match a.string("method", 16)?.as_deref() {
+                    None | Some("transfer") => PayMethod::Transfer,
+                    Some("x402") => PayMethod::X402,
+                    Some(_) => return Err(bad("method", "expected transfer or x402")),
+                };
+                Call::Upgrade {
+                    action,
+                    plan,
+                    method,
+                }
             }
             Tool::Checkpoint => {
                 a.only(&["objective_updates", "receipts", "notes", "motto", "force"])?;
@@ -592,9 +613,29 @@ mod tests {
             parse(Tool::Upgrade, Door::Local, json!({})).unwrap(),
             Call::Upgrade {
                 action: UpgradeAction::Status,
-                plan: None
+                plan: None,
+                method: PayMethod::Transfer,
             }
         );
+        assert_eq!(
+            parse(
+                Tool::Upgrade,
+                Door::Local,
+                json!({ "action": "pay", "plan": "pro", "method": "x402" })
+            )
+            .unwrap(),
+            Call::Upgrade {
+                action: UpgradeAction::Pay,
+                plan: Some("pro".into()),
+                method: PayMethod::X402,
+            }
+        );
+        assert!(parse(
+            Tool::Upgrade,
+            Door::Local,
+            json!({ "action": "pay", "plan": "pro", "method": "card" })
+        )
+        .is_err());
         let e = parse(Tool::Upgrade, Door::Local, json!({ "action": "quote" })).unwrap_err();
         assert_eq!(e.field, "plan");
         assert!(parse(

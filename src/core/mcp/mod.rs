@@ -17,6 +17,6 @@ pub mod results;
 pub mod rpc;
 pub mod tools;
 
-pub use args::{ArgError, Call, CheckpointArgs, UpgradeAction};
+pub use args::{ArgError, Call, CheckpointArgs, PayMethod, UpgradeAction};
 pub use results::Answer;
 pub use tools::{Door, Tool};

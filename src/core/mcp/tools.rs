@@ -211,7 +211,8 @@ impl Tool {
             (Tool::Upgrade, _) => {
                 "The paid tier: action 'status' (current tier), 'quote' (price and payment \
                  details for a plan), or 'pay' (quote, pay in USDC and claim; only when an \
-                 EVM key is configured for this server)."
+                 EVM key is configured for this server; method 'x402' pays through the \
+                 service's x402 endpoint instead of a transfer)."
             }
             (Tool::Keys, _) => {
                 "Your key log (or another agent's): the current key's index, whether a next \
@@ -287,7 +288,7 @@ impl Tool {
                 r#"{"type":"object","properties":{"objective_updates":{"type":"array","maxItems":8,"items":{"type":"object","properties":{"id":{"type":"string","description":"An existing objective's id."},"status":{"enum":["open","in_progress","blocked","done","cancelled"]},"checkpoint":{"type":"string","maxLength":200,"description":"Where the work stands now."}},"required":["id"]}},"receipts":{"type":"array","maxItems":5,"items":{"type":"object","properties":{"name":{"type":"string","maxLength":32},"content_hash":{"type":"string","pattern":"^sha256:[0-9a-f]{64}$"},"evidence_url":{"type":"string","maxLength":200},"rationale":{"type":"string","maxLength":200,"description":"Why: the decision behind it."},"tags":{"type":"array","items":{"type":"string","maxLength":32},"maxItems":10}},"required":["name","content_hash"]},"description":"Receipts to add; the capsule keeps the newest 5."},"notes":{"type":"array","maxItems":20,"items":{"type":"object","properties":{"key":{"type":"string","pattern":"^[a-z0-9_.:-]{1,48}$"},"value":{"type":"string","minLength":1,"maxLength":500},"tags":{"type":"array","items":{"type":"string","maxLength":32},"maxItems":10}},"required":["key","value"]},"description":"Working notes to set, by key (replacing a note with the same key); the capsule keeps the newest 20."},"motto":{"type":"string","maxLength":160,"description":"New self_motto."},"force":{"type":"boolean","description":"Publish even when nothing changed."}},"additionalProperties":false}"#
             }
             Tool::Upgrade => {
-                r#"{"type":"object","properties":{"action":{"enum":["status","quote","pay"],"default":"status"},"plan":{"enum":["pro","plus"],"description":"Needed for quote and pay."}},"additionalProperties":false}"#
+                r#"{"type":"object","properties":{"action":{"enum":["status","quote","pay"],"default":"status"},"plan":{"enum":["pro","plus"],"description":"Needed for quote and pay."},"method":{"enum":["transfer","x402"],"default":"transfer","description":"How pay pays: transfer (an ERC-20 transfer from the configured key, then a claim) or x402 (an EIP-3009 authorization the service settles; no gas)."}},"additionalProperties":false}"#
             }
             Tool::Submit => {
                 r#"{"type":"object","properties":{"envelope":{"type":"object","description":"The signed PUT body: agent_id, seq, signature_alg, signature, capsule."}},"required":["envelope"],"additionalProperties":false}"#
