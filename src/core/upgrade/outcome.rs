@@ -96,16 +96,25 @@ pub fn before_chain(claim: &Claim, invoice: Option<&Invoice>) -> Result<Before, 
     }
 }
 
+/// How far a payment's block may be stamped before its quote: the quote's
+/// time is the Worker's clock, the block's the chain's (a sequencer's, or a
+/// local node's that stamps a block when it starts building it), and a
+/// payer who pays at once must not be refused for their difference. The
+/// amount still names the invoice: an earlier payment of the same amount
+/// would have to be for a tag no open invoice held, in this minute.
+pub const QUOTE_CLOCK_SKEW_SEC: u64 = 60;
+
 /// What an invoice requires of its payment: what its quote said (chain,
-/// contract, treasury, amount, window), with the confirmations configured
-/// now. `None` if the stored addresses do not parse (a corrupt invoice).
+/// contract, treasury, amount, window, the quote's time less
+/// [`QUOTE_CLOCK_SKEW_SEC`]), with the confirmations configured now.
+/// `None` if the stored addresses do not parse (a corrupt invoice).
 pub fn expected(inv: &Invoice, cfg: &UpgradeConfig) -> Option<Expected> {
     Some(Expected {
         chain_id: inv.chain_id,
         usdc: Address::parse(&inv.token_contract)?,
         treasury: Address::parse(&inv.to_address)?,
         amount: inv.amount(),
-        not_before_sec: inv.quoted_at_ms / 1000,
+        not_before_sec: (inv.quoted_at_ms / 1000).saturating_sub(QUOTE_CLOCK_SKEW_SEC),
         not_after_sec: inv.expires_at_ms / 1000,
         min_confirmations: cfg.min_confirmations,
     })
@@ -379,7 +388,8 @@ mod tests {
         let (_, inv) = setup();
         let e = expected(&inv, &cfg()).unwrap();
         assert_eq!(e.amount.0, 5_000_042);
-        assert_eq!(e.not_before_sec, T0 / 1000);
+        // A minute of clock difference between the Worker and the chain.
+        assert_eq!(e.not_before_sec, T0 / 1000 - 60);
         assert_eq!(e.not_after_sec, inv.expires_at_ms / 1000);
         assert_eq!(e.treasury.as_str(), inv.to_address);
         assert_eq!(e.min_confirmations, 5);
