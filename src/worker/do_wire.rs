@@ -155,7 +155,7 @@ pub struct X402Call {
 
 /// The x402 headers an answer may carry (the 402's requirements, the
 /// settlement response), relayed by the Worker as they are.
-pub const X402_HEADERS: [&str; 3] = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE"];
+pub const X402_HEADERS: [&str; 3] = crate::core::upgrade::x402::wire::ANSWER_HEADERS;
 
 /// A quote request that passed the Worker's checks.
 #[derive(Serialize, Deserialize)]
@@ -300,16 +300,31 @@ pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Re
 /// Worker side: hands a WebSocket upgrade to the agent's object; its answer
 /// (101 with the socket, or a refusal) goes to the client as is.
 pub async fn watch(env: &Env, call: &WatchCall) -> worker::Result<Response> {
+    let agent = AgentId::parse(&call.agent_id).ok_or("watch: bad agent id")?;
+    agent_stub(env, &agent)?
+        .fetch_with_request(upgrade_request(WATCH_URL, call)?)
+        .await
+}
+
+/// A WebSocket upgrade handed to an object: a GET (the runtime passes the
+/// socket through only for an upgrade request), so its call rides in a
+/// header.
+fn upgrade_request(url: &str, call: &impl Serialize) -> worker::Result<Request> {
     let headers = Headers::new();
-    // The runtime passes the socket through only for an upgrade request.
     headers.set("Upgrade", "websocket")?;
     headers.set(CALL_HEADER, &serde_json::to_string(call)?)?;
     let mut init = RequestInit::new();
     init.with_method(Method::Get).with_headers(headers);
-    let agent = AgentId::parse(&call.agent_id).ok_or("watch: bad agent id")?;
-    agent_stub(env, &agent)?
-        .fetch_with_request(Request::new_with_init(WATCH_URL, &init)?)
-        .await
+    Request::new_with_init(url, &init)
+}
+
+/// Object side: the call an [`upgrade_request`] carries.
+fn upgrade_call<T: for<'de> Deserialize<'de>>(req: &Request) -> worker::Result<T> {
+    let call = req
+        .headers()
+        .get(CALL_HEADER)?
+        .ok_or("an upgrade without its call")?;
+    Ok(serde_json::from_str(&call)?)
 }
 
 /// Worker side: holds a long-poll in the agent's object.
@@ -321,18 +336,23 @@ pub async fn wait(env: &Env, call: &WaitCall) -> worker::Result<Waited> {
     let resp = agent_stub(env, &agent)?
         .fetch_with_request(Request::new_with_init(WAIT_URL, &init)?)
         .await?;
-    match resp.status_code() {
-        200 => {
-            let etag = resp.headers().get("ETag")?.unwrap_or_default();
-            Ok(Waited::Head(body::response_bytes(resp).await?, etag))
-        }
-        304 => Ok(Waited::Unchanged),
-        404 => Ok(Waited::NotFound),
-        s => Err(format!("agent DO wait answered {s}").into()),
-    }
+    Waited::read(resp).await
 }
 
 impl Waited {
+    /// Worker side: what a held poll's answer ([`Waited::answer`]) says.
+    async fn read(resp: Response) -> worker::Result<Waited> {
+        match resp.status_code() {
+            200 => {
+                let etag = resp.headers().get("ETag")?.unwrap_or_default();
+                Ok(Waited::Head(body::response_bytes(resp).await?, etag))
+            }
+            304 => Ok(Waited::Unchanged),
+            404 => Ok(Waited::NotFound),
+            s => Err(format!("a held poll answered {s}").into()),
+        }
+    }
+
     /// Object side: the answer.
     pub fn answer(self) -> Response {
         match self {
@@ -407,13 +427,7 @@ impl AgentCall {
             Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(json_of(&req).await?))),
             Method::Post if is(X402_URL) => Ok(Some(AgentCall::X402(json_of(&req).await?))),
             Method::Post if is(WAIT_URL) => Ok(Some(AgentCall::Wait(json_of(&req).await?))),
-            Method::Get if is(WATCH_URL) => {
-                let call = req
-                    .headers()
-                    .get(CALL_HEADER)?
-                    .ok_or("agent DO: watch without its call")?;
-                Ok(Some(AgentCall::Watch(serde_json::from_str(&call)?)))
-            }
+            Method::Get if is(WATCH_URL) => Ok(Some(AgentCall::Watch(upgrade_call(&req)?))),
             _ => Ok(None),
         }
     }

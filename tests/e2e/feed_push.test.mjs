@@ -12,6 +12,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, BASE } from "./harness.mjs";
+import { openSocket } from "./socket-helpers.mjs";
 import { exampleCapsule, newAgent, publish } from "./helpers.mjs";
 import { nextIp, startChain, upgradeVars } from "./upgrade-helpers.mjs";
 import { startFixture } from "../../scripts/ddv1-fixture-server.mjs";
@@ -35,40 +36,9 @@ async function toState(state) {
 /** A new Pro agent whose capsule has `watch` (and `extra`). */
 const proAgent = (watch, extra = {}) => agentWith(w, chain, watch, { extra });
 
-/** Opens a feed socket; frames and the close are recorded. */
-async function socket(agentId, { ip = "198.51.100.9", headers = {} } = {}) {
-  const res = await w.mf.dispatchFetch(BASE + socketPath(agentId), {
-    headers: { Upgrade: "websocket", "cf-connecting-ip": ip, ...headers },
-  });
-  assert.equal(res.status, 101, `upgrade answered ${res.status}: ${res.status === 101 ? "" : await res.text()}`);
-  const ws = res.webSocket;
-  const frames = [];
-  let wake = null;
-  let onClose;
-  const closed = new Promise((r) => (onClose = r));
-  ws.addEventListener("message", (e) => {
-    frames.push(e.data);
-    wake?.();
-  });
-  ws.addEventListener("close", (e) => {
-    onClose({ code: e.code, reason: e.reason });
-    wake?.();
-  });
-  ws.accept();
-  let read = 0;
-  return {
-    ws,
-    closed,
-    /** The next frame, parsed; null after `ms` without one. */
-    async next(ms = 5000) {
-      const end = Date.now() + ms;
-      while (frames.length <= read && Date.now() < end) {
-        await Promise.race([new Promise((r) => (wake = r)), sleep(Math.max(1, end - Date.now()))]);
-      }
-      return frames.length > read ? JSON.parse(frames[read++]) : null;
-    },
-  };
-}
+/** Opens a feed socket of `agentId` (see `openSocket`). */
+const socket = (agentId, { ip = "198.51.100.9", headers = {} } = {}) =>
+  openSocket(w, socketPath(agentId), { ip, headers, waitMs: 5000 });
 
 const withoutTime = (head) => {
   const { generated_at, ...rest } = head;

@@ -6,6 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, BASE } from "./harness.mjs";
+import { openSocket } from "./socket-helpers.mjs";
 import { newAgent, exampleCapsule, publish, headPath, signedReadHeaders } from "./helpers.mjs";
 
 let w;
@@ -19,49 +20,8 @@ after(async () => {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const watchPath = (id) => `/self/${id}/watch`;
 
-/**
- * Opens a watch. Frames and the close are recorded; `next()` resolves with
- * the next frame (parsed), `closed` with the close event's code and reason.
- */
-async function watch(agentId, { ip = "198.51.100.1", headers = {} } = {}) {
-  const res = await w.mf.dispatchFetch(BASE + watchPath(agentId), {
-    headers: { Upgrade: "websocket", "cf-connecting-ip": ip, ...headers },
-  });
-  assert.equal(res.status, 101, `upgrade answered ${res.status}: ${res.status === 101 ? "" : await res.text()}`);
-  const ws = res.webSocket;
-  const frames = [];
-  let wake = null;
-  let onClose;
-  const closed = new Promise((r) => (onClose = r));
-  ws.addEventListener("message", (e) => {
-    frames.push(typeof e.data === "string" ? e.data : `<binary ${e.data.byteLength}>`);
-    wake?.();
-  });
-  ws.addEventListener("close", (e) => {
-    onClose({ code: e.code, reason: e.reason });
-    wake?.();
-  });
-  ws.accept();
-  let read = 0;
-  return {
-    ws,
-    frames,
-    closed,
-    /** The next frame as text, or null after `ms`. */
-    async nextText(ms = 3000) {
-      const end = Date.now() + ms;
-      while (frames.length <= read && Date.now() < end) {
-        await Promise.race([new Promise((r) => (wake = r)), sleep(Math.max(1, end - Date.now()))]);
-      }
-      return frames.length > read ? frames[read++] : null;
-    },
-    /** The next frame, parsed as JSON. */
-    async next(ms) {
-      const t = await this.nextText(ms);
-      return t === null ? null : JSON.parse(t);
-    },
-  };
-}
+/** Opens a watch of `agentId` (see `openSocket`). */
+const watch = (agentId, opts) => openSocket(w, watchPath(agentId), opts);
 
 const publishAt = (agent, seq, motto) => publish(w, agent, seq, exampleCapsule(agent.agentId, { self_motto: motto }));
 

@@ -15,13 +15,14 @@ use crate::core::json::{self, Json};
 use crate::core::limits::Tier;
 use crate::core::upgrade::amount::Usdc;
 use crate::core::upgrade::claim::is_invoice_id;
-use crate::core::upgrade::config::canonical_usdc;
+use crate::core::upgrade::config::{canonical_usdc, default_price};
 use crate::core::upgrade::evm::Address;
+use crate::core::upgrade::invoice::TAGS;
 use crate::core::upgrade::quote::issued_to;
+use crate::core::upgrade::x402::wire::{header_bytes, object_of, Version};
 use alloy_primitives::{B256, U256};
 use alloy_sol_types::{Eip712Domain, SolStruct};
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
-use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use std::borrow::Cow;
 
@@ -39,29 +40,23 @@ alloy_sol_types::sol! {
 }
 
 /// The request header a v2 payment goes in.
-pub const PAYMENT_SIGNATURE_HEADER: &str = "PAYMENT-SIGNATURE";
-/// The 402's requirements header.
-pub const PAYMENT_REQUIRED_HEADER: &str = "PAYMENT-REQUIRED";
+pub const PAYMENT_SIGNATURE_HEADER: &str = Version::V2.payment_header();
 /// The 200's settlement header.
-pub const PAYMENT_RESPONSE_HEADER: &str = "PAYMENT-RESPONSE";
+pub const PAYMENT_RESPONSE_HEADER: &str = Version::V2.response_header();
 /// The most an invoice may add to its plan's price (the amount tag:
 /// 1..=9999 atomic units below the cent).
-pub const MAX_TAG: u64 = 9_999;
+pub const MAX_TAG: u64 = TAGS as u64;
 /// The longest validity window signed, whatever the 402 asks.
 pub const MAX_TIMEOUT_SECONDS: u64 = 3_600;
 /// `validAfter` is this far in the past (as @x402/fetch's v1 client signs
 /// it: room for a payer clock ahead of the chain's).
 pub const VALID_AFTER_SKEW: u64 = 600;
 
-/// The plans' list prices (the service's defaults, `PRO_PRICE_USDC` 5.00,
-/// `PLUS_PRICE_USDC` 15.00): what an x402 invoice is checked against unless
-/// `--x402-price` says otherwise.
+/// The plans' list prices (the service's defaults,
+/// `core::upgrade::config::default_price`): what an x402 invoice is checked
+/// against unless `--x402-price` says otherwise.
 pub fn list_price(plan: Tier) -> Option<Usdc> {
-    match plan {
-        Tier::Pro => Some(Usdc(5_000_000)),
-        Tier::Plus => Some(Usdc(15_000_000)),
-        Tier::Free => None,
-    }
+    default_price(plan)
 }
 
 /// What this client pays into: an invoice outside it is refused before
@@ -97,12 +92,7 @@ pub struct Offer {
 /// Decodes an x402 header (base64 of JSON; padding optional, as the
 /// libraries read it), keeping member order.
 pub fn decode_header(value: &str) -> Option<Json> {
-    const LENIENT: GeneralPurpose = GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-    );
-    let bytes = LENIENT.decode(value.trim()).ok()?;
-    json::parse(&bytes).ok()
+    json::parse(&header_bytes(value)?).ok()
 }
 
 /// Reads `PAYMENT-REQUIRED` and checks it is an invoice for `agent` and
@@ -304,15 +294,6 @@ pub fn digest(offer: &Offer, chain_id: u64, from: &Address, w: &Window) -> B256 
     .eip712_signing_hash(&domain)
 }
 
-fn obj(members: Vec<(&str, Json)>) -> Json {
-    Json::Object(
-        members
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
-}
-
 /// Signs `offer` with `key` over `w` and writes the v2 payment in the
 /// official client's form (@x402/fetch 2.27: `{x402Version, payload:
 /// {authorization, signature}, resource, accepted}`, `resource` and
@@ -329,7 +310,7 @@ pub fn sign_payment(
     let sig = key.sign_hash(&hash)?;
     let signature = format!("0x{}", hex::encode(sig.as_bytes()));
     let nonce = format!("0x{}", hex::encode(w.nonce));
-    let authorization = obj(vec![
+    let authorization = object_of(vec![
         ("from", Json::from(from.checksummed())),
         ("to", Json::from(offer.pay_to.checksummed())),
         ("value", Json::from(offer.amount.to_string())),
@@ -337,11 +318,11 @@ pub fn sign_payment(
         ("validBefore", Json::from(w.valid_before.to_string())),
         ("nonce", Json::from(nonce.as_str())),
     ]);
-    let document = obj(vec![
+    let document = object_of(vec![
         ("x402Version", Json::from(2u64)),
         (
             "payload",
-            obj(vec![
+            object_of(vec![
                 ("authorization", authorization),
                 ("signature", Json::from(signature.as_str())),
             ]),

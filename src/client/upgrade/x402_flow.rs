@@ -11,7 +11,7 @@ use super::service::{refusal_parts, refused, service_refusal, timed_out};
 use super::tx::PayerKey;
 use super::x402::{
     check_offer, decode_header, list_price, read_answer, sign_payment, Answer, Expect, Offer,
-    Window, PAYMENT_REQUIRED_HEADER, PAYMENT_RESPONSE_HEADER, PAYMENT_SIGNATURE_HEADER,
+    Window, PAYMENT_RESPONSE_HEADER, PAYMENT_SIGNATURE_HEADER,
 };
 use super::{StopAfter, UpgradeDone};
 use crate::client::http::{Request, Response};
@@ -22,6 +22,7 @@ use crate::core::time::rfc3339;
 use crate::core::upgrade::amount::Usdc;
 use crate::core::upgrade::config::BASE_CHAIN_ID;
 use crate::core::upgrade::evm::Address;
+use crate::core::upgrade::x402::wire::PAYMENT_REQUIRED_HEADER;
 use crate::core::urls::X402_PATH;
 use serde_json::{json, Value};
 use std::path::PathBuf;

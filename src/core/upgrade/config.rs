@@ -24,6 +24,19 @@ pub const PRO_PRICE_VAR: &str = "PRO_PRICE_USDC";
 pub const PLUS_PRICE_VAR: &str = "PLUS_PRICE_USDC";
 /// The chain's JSON-RPC endpoint (a secret or a var). Required.
 pub const RPC_URL_VAR: &str = "UPGRADE_RPC_URL";
+/// Pro's price when [`PRO_PRICE_VAR`] is unset.
+pub const DEFAULT_PRO_PRICE: &str = "5.00";
+/// Plus's price when [`PLUS_PRICE_VAR`] is unset.
+pub const DEFAULT_PLUS_PRICE: &str = "15.00";
+
+/// A plan's price when its var is unset (free is not sold).
+pub fn default_price(plan: Tier) -> Option<Usdc> {
+    match plan {
+        Tier::Free => None,
+        Tier::Pro => Usdc::parse(DEFAULT_PRO_PRICE),
+        Tier::Plus => Usdc::parse(DEFAULT_PLUS_PRICE),
+    }
+}
 
 /// Base mainnet.
 pub const BASE_CHAIN_ID: u64 = 8453;
@@ -113,11 +126,11 @@ impl UpgradeConfig {
             Usdc::parse(&var(name).unwrap_or_else(|| default.to_owned()))
                 .filter(|p| p.0 > 0 && p.is_whole_cents())
         };
-        let pro_price = price(PRO_PRICE_VAR, "5.00");
+        let pro_price = price(PRO_PRICE_VAR, DEFAULT_PRO_PRICE);
         if pro_price.is_none() {
             bad(PRO_PRICE_VAR, "not a positive USDC amount in whole cents");
         }
-        let plus_price = price(PLUS_PRICE_VAR, "15.00");
+        let plus_price = price(PLUS_PRICE_VAR, DEFAULT_PLUS_PRICE);
         if plus_price.is_none() {
             bad(PLUS_PRICE_VAR, "not a positive USDC amount in whole cents");
         }

@@ -4,24 +4,21 @@
 //! from the refresh, an agent's commit from its own object). See
 //! `core::projection::push` for which object holds what.
 
-use super::{json_of, Waited};
+use super::{json_of, upgrade_call, upgrade_request, Waited};
 use crate::core::crypto::AgentId;
 use crate::core::model::Watch;
 use crate::core::projection::push;
 use crate::core::record::Record;
 use crate::core::world::refresh::WorldPointer;
-use crate::worker::body;
 use crate::worker::config::FEED_DO_BINDING;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
-use worker::{Env, Headers, Method, Request, RequestInit, Response};
+use worker::{Env, Method, Request, RequestInit, Response};
 
 const WATCH_URL: &str = "https://feed.do/watch";
 const WAIT_URL: &str = "https://feed.do/wait";
 const WORLD_URL: &str = "https://feed.do/world";
 const AGENT_URL: &str = "https://feed.do/agent";
-/// A watch's call (JSON): a WebSocket upgrade is a GET and has no body.
-const CALL_HEADER: &str = "x-selfcap-call";
 
 /// A call to a feed object.
 pub enum FeedCall {
@@ -114,31 +111,16 @@ async fn post(env: &Env, name: &str, url: &str, call: &impl Serialize) -> worker
 /// Worker side: hands a WebSocket upgrade to the agent's feed object; its
 /// answer (101 with the socket) goes to the client as is.
 pub async fn watch(env: &Env, call: &FeedWatchCall) -> worker::Result<Response> {
-    let headers = Headers::new();
-    // The runtime passes the socket through only for an upgrade request.
-    headers.set("Upgrade", "websocket")?;
-    headers.set(CALL_HEADER, &serde_json::to_string(call)?)?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Get).with_headers(headers);
     let name = push::shard_of(&agent(&call.agent_id)?);
     stub(env, &name)?
-        .fetch_with_request(Request::new_with_init(WATCH_URL, &init)?)
+        .fetch_with_request(upgrade_request(WATCH_URL, call)?)
         .await
 }
 
 /// Worker side: holds a long-poll in the agent's feed object.
 pub async fn wait(env: &Env, call: &FeedWaitCall) -> worker::Result<Waited> {
     let name = push::shard_of(&agent(&call.agent_id)?);
-    let resp = post(env, &name, WAIT_URL, call).await?;
-    match resp.status_code() {
-        200 => {
-            let etag = resp.headers().get("ETag")?.unwrap_or_default();
-            Ok(Waited::Head(body::response_bytes(resp).await?, etag))
-        }
-        304 => Ok(Waited::Unchanged),
-        404 => Ok(Waited::NotFound),
-        s => Err(format!("feed DO wait answered {s}").into()),
-    }
+    Waited::read(post(env, &name, WAIT_URL, call).await?).await
 }
 
 /// Tells every feed object of a new snapshot (one call each, at once).
@@ -167,13 +149,7 @@ impl FeedCall {
         let url = req.url()?;
         let is = |u: &str| url.as_str() == u;
         Ok(Some(match req.method() {
-            Method::Get if is(WATCH_URL) => {
-                let call = req
-                    .headers()
-                    .get(CALL_HEADER)?
-                    .ok_or("feed DO: watch without its call")?;
-                FeedCall::Watch(serde_json::from_str(&call)?)
-            }
+            Method::Get if is(WATCH_URL) => FeedCall::Watch(upgrade_call(&req)?),
             Method::Post if is(WAIT_URL) => FeedCall::Wait(json_of(&req).await?),
             Method::Post if is(WORLD_URL) => FeedCall::World(json_of(&req).await?),
             Method::Post if is(AGENT_URL) => FeedCall::Agent(json_of(&req).await?),

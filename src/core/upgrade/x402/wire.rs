@@ -48,14 +48,14 @@ impl Version {
         }
     }
     /// The request header carrying the payment.
-    pub fn payment_header(self) -> &'static str {
+    pub const fn payment_header(self) -> &'static str {
         match self {
             Version::V1 => "X-PAYMENT",
             Version::V2 => "PAYMENT-SIGNATURE",
         }
     }
     /// The response header carrying the settlement.
-    pub fn response_header(self) -> &'static str {
+    pub const fn response_header(self) -> &'static str {
         match self {
             Version::V1 => "X-PAYMENT-RESPONSE",
             Version::V2 => "PAYMENT-RESPONSE",
@@ -65,6 +65,19 @@ impl Version {
 
 /// The 402's requirements header (v2).
 pub const PAYMENT_REQUIRED_HEADER: &str = "PAYMENT-REQUIRED";
+
+/// Every x402 header an answer may carry: the 402's requirements and both
+/// versions' settlement responses.
+pub const ANSWER_HEADERS: [&str; 3] = [
+    PAYMENT_REQUIRED_HEADER,
+    Version::V2.response_header(),
+    Version::V1.response_header(),
+];
+
+/// An x402 header's bytes: base64 with or without padding, trimmed.
+pub fn header_bytes(value: &str) -> Option<Vec<u8>> {
+    LENIENT.decode(value.trim()).ok()
+}
 
 /// The chain as v2 names it: CAIP-2 `eip155:<id>`.
 pub fn v2_network(chain_id: u64) -> String {
@@ -265,9 +278,7 @@ pub fn read_payment(
     if header.len() > MAX_PAYMENT_HEADER {
         return Err(bad("the payment header is over 8 KiB"));
     }
-    let bytes = LENIENT
-        .decode(header.trim())
-        .map_err(|_| bad("the payment header is not base64"))?;
+    let bytes = header_bytes(header).ok_or_else(|| bad("the payment header is not base64"))?;
     let document =
         json::parse(&bytes).map_err(|e| bad(format!("the payment header's JSON: {e}")))?;
     let members = object(&document, "the payment")?;

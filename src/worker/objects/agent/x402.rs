@@ -32,7 +32,9 @@ use crate::core::upgrade::x402::settle::{
     self as decide, after_settle, on_alarm, on_payment, on_unpaid, tx_to_check, Alarm as Next,
     Facts, Outcome, Paid, Unpaid,
 };
-use crate::core::upgrade::x402::wire::{payment_response, read_payment, Payment, Version};
+use crate::core::upgrade::x402::wire::{
+    payment_response, read_payment, Payment, Version, PAYMENT_REQUIRED_HEADER,
+};
 use crate::core::write::{AgentState, X402Due};
 use crate::worker::config;
 use crate::worker::do_wire::{PaymentBind, QuoteSlot, Slot, TagAsk, X402Call};
@@ -84,7 +86,11 @@ fn challenge(ctx: &Ctx<'_>, inv: &X402Invoice, code: R, detail: &str) -> Result<
         body.extend(v1.into_iter().filter(|(k, _)| k != "error"));
     }
     let resp = http::json(402, &Json::Object(body.into_iter().collect()), NO_STORE)?;
-    http::set(resp.headers(), "PAYMENT-REQUIRED", &ch.payment_required);
+    http::set(
+        resp.headers(),
+        PAYMENT_REQUIRED_HEADER,
+        &ch.payment_required,
+    );
     Ok(resp)
 }
 
