@@ -181,6 +181,18 @@ pub struct Rejection {
 }
 
 impl Rejection {
+    /// A write signed by a key that is not the agent's: the same answer
+    /// from the Worker's stateless pre-check (not the genesis key) and from
+    /// the agent's object (not a key of its key log), so a stranger cannot
+    /// tell an agent with a key log, a private one, from one that never
+    /// published.
+    pub fn not_the_agents_key() -> Rejection {
+        Rejection::one(
+            R::BadSignature,
+            "public_key is not this agent's key: its genesis key (whose SHA-256 is the agent id), or the current key of its key log",
+        )
+    }
+
     fn new(mut codes: Vec<R>, detail: impl Into<String>) -> Rejection {
         reason::normalize(&mut codes);
         Rejection {
@@ -599,9 +611,7 @@ fn authenticate(
         .ok_or_else(|| bad("public_key is required (64 lowercase hex characters)"))
         .and_then(|s| PublicKey::from_hex(s).map_err(|e| bad(&e.to_string())))?;
     if signer == Signer::Genesis && &public_key.agent_id() != path_agent {
-        return Err(bad(
-            "sha256(public_key) does not equal the agent id in the path",
-        ));
+        return Err(Rejection::not_the_agents_key());
     }
     let signature = envelope
         .get("signature")
@@ -631,18 +641,14 @@ fn current_key(keys: &KeyState, signed: &Signed) -> Result<(), Rejection> {
     if &signed.public_key == keys.current() {
         return Ok(());
     }
+    // Neither answer says how many keys the agent had: the holder of a
+    // rotated-out key may not read the log.
     let mut r = match keys.index_of(&signed.public_key) {
-        Some(i) => Rejection::one(
+        Some(_) => Rejection::one(
             R::KeyRotated,
-            format!(
-                "this key (key index {i}) was rotated out; the agent's current key is index {}: load it, and never retry with this one",
-                keys.key_index()
-            ),
+            "this key was rotated out of the agent's key log: load its current key, and never retry with this one",
         ),
-        None => Rejection::one(
-            R::BadSignature,
-            "public_key is not this agent's key (its key log names every key it had)",
-        ),
+        None => Rejection::not_the_agents_key(),
     };
     r.seq = Some(signed.seq);
     Err(r)

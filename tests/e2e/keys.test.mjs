@@ -423,12 +423,14 @@ test("bad submissions: JSON, shape, another agent's path, forged signatures, the
   assert.equal(foreign.status, 422, foreign.text);
   assert.deepEqual(foreign.json.reason_codes, ["agent_id"]);
   assert.ok(!w.logs.slice(before).some((l) => l.message.includes("key_event_refused")), "the object was not asked");
-  // (A well-formed event it must decide is logged there: the control.)
+  // (A well-formed event it must decide is logged there: the control. A
+  // stranger's keys are none of the log's: the one answer that says
+  // nothing of the agent, docs/PROTOCOL.md §14 step 3.)
   const stranger = freshKey();
   const stale = rotation({ agentId: id, index: 1, previousHash: "00".repeat(32), authority: "next", revealed: stranger, current: stranger, next: freshKey() });
   const staleAnswer = await post(w, id, keysSubmission(stale));
-  assert.equal(staleAnswer.status, 409, staleAnswer.text);
-  assert.deepEqual(staleAnswer.json.reason_codes, ["key_event_stale"]);
+  assert.equal(staleAnswer.status, 403, staleAnswer.text);
+  assert.deepEqual(staleAnswer.json.reason_codes, ["rotation_not_committed"]);
   assert.ok(w.logs.slice(before).some((l) => l.message.includes("key_event_refused")), "the object logs what it decides");
   const tooBig = await post(w, id, JSON.stringify({ event: inc, pad: "x".repeat(80 * 1024) }));
   assert.equal(tooBig.status, 413);

@@ -11,6 +11,7 @@ use super::{Digest, KEYS_VERSION, MAX_WINDOW_SEC, MIN_WINDOW_SEC};
 use crate::core::crypto::{is_lower_hex, AgentId, AgentKey, PublicKey};
 use crate::core::jcs;
 use crate::core::json::Json;
+use crate::core::reason::{ReasonCode, Refusal};
 use sha2::{Digest as _, Sha256};
 
 /// The owner's last good write, named by a disputing rotation: the
@@ -169,6 +170,38 @@ impl KeyEvent {
             } => "recovery",
             Change::Recommit => "current",
         }
+    }
+
+    /// What can be decided of the event's signers with no state: an
+    /// inception (index 0) is the genesis key's, and the signatures verify.
+    /// Whoever decides first (the Worker's pre-check, the service's
+    /// acceptance) refuses alike.
+    pub fn check_signers(&self) -> Result<(), Refusal> {
+        self.check_inception_signer()?;
+        self.check_signatures()
+    }
+
+    /// An inception (index 0) is signed by the genesis key.
+    pub fn check_inception_signer(&self) -> Result<(), Refusal> {
+        if self.index == 0 && self.public_key.agent_id() != self.agent_id {
+            return Err(Refusal::new(
+                ReasonCode::AgentId,
+                "an inception is signed by the genesis key, whose SHA-256 is the agent id",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `signatures.public` by `public_key`, and `signatures.revealed` by
+    /// `revealed_key` exactly when it differs.
+    pub fn check_signatures(&self) -> Result<(), Refusal> {
+        if !self.signatures_verify() {
+            return Err(Refusal::new(
+                ReasonCode::BadSignature,
+                "the event's signatures do not verify over sha256(JCS(event without signatures)) (signatures.public by public_key, signatures.revealed by revealed_key when it differs)",
+            ));
+        }
+        Ok(())
     }
 
     /// The revealed key of a rotation.

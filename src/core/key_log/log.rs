@@ -326,6 +326,33 @@ impl KeyLog {
         self.state.as_ref().map(|s| s.summary(now_ms))
     }
 
+    /// Whether one of the keys that signed `event` (its `public_key`, its
+    /// `revealed_key`) is this agent's: one the log names or commits, or,
+    /// before the log, the genesis key. Decided before anything that
+    /// depends on the log, so an event that is not the agent's is refused
+    /// alike for every agent.
+    fn speaks_for(&self, event: &KeyEvent) -> bool {
+        std::iter::once(&event.public_key)
+            .chain(event.revealed_key())
+            .any(|key| match &self.state {
+                Some(s) => s.names_or_commits(key),
+                None => key.agent_id() == self.agent_id,
+            })
+    }
+
+    /// head.json's `keys` as the event at `index` left it, at its sealed
+    /// time: what the exact bytes of an accepted event are answered with
+    /// (whoever holds an old event learns nothing of the log since).
+    pub fn summary_after(&self, index: u64) -> Option<KeysSummary> {
+        let end = usize::try_from(index).ok()?.checked_add(1)?;
+        let records = self.records.get(..end)?;
+        let at = records.last()?.accepted_ms();
+        fold(records, Signature::Prechecked)
+            .ok()
+            .flatten()
+            .map(|s| s.summary(at))
+    }
+
     /// Decides a submission at `now_ms`, while the history holds
     /// `history_len` entries. On acceptance the record is sealed with `key`;
     /// the caller stores it (with the envelope's write, atomically) and
@@ -354,12 +381,24 @@ impl KeyLog {
                 "agent_id is not the agent in the path",
             ));
         }
+        // Who signed, before anything that depends on the log: what needs
+        // no state, then whether a signer is the agent's.
+        event.check_signers()?;
+        if !self.speaks_for(&event) {
+            return Err(not_the_agents());
+        }
         let mut state = self.state.clone();
         if let Some(s) = state.as_mut() {
             s.settle(now_ms);
         }
         let prefix = Prefix(&self.records, Signature::Prechecked);
-        KeyState::check(state.as_ref(), &event, now_ms, &prefix, Signature::Verify)?;
+        KeyState::check(
+            state.as_ref(),
+            &event,
+            now_ms,
+            &prefix,
+            Signature::Prechecked,
+        )?;
         if let Change::Rotation { disputes_after, .. } = &event.change {
             if writes.is_other_agent(&event.public_key.agent_id()) {
                 return Err(Refusal::new(
@@ -425,6 +464,17 @@ impl KeyLog {
             event: Box::new(event),
         })
     }
+}
+
+/// The one answer to an event signed by no key of the agent's log: the same
+/// whatever the agent's state, so a stranger learns nothing from it (not
+/// whether the agent published, nor whether it has a log, nor where the log
+/// stands). docs/PROTOCOL.md §14, acceptance step 3.
+fn not_the_agents() -> Refusal {
+    Refusal::new(
+        ReasonCode::RotationNotCommitted,
+        "the event is signed by no key this agent's key log names or commits (its genesis key before the log)",
+    )
 }
 
 /// Whether a stored key log ([`KeyLog::stored_text`]) ever named `key_hex`

@@ -83,6 +83,9 @@ pub struct KeyState {
     /// Next-key digests ever committed, and digests of every used key (none
     /// may be committed again).
     used_digests: BTreeSet<Digest>,
+    /// Recovery-key digests ever committed (a recovery may reveal one
+    /// committed before the event it supersedes).
+    recovery_digests: BTreeSet<Digest>,
 }
 
 /// The `keys` member of head.json: what a reader needs to notice a rotation.
@@ -181,6 +184,17 @@ impl KeyState {
             .map(|i| i as u64)
     }
 
+    /// Whether `key` is one this log names or commits: a key the agent had
+    /// (current or rotated out), or one whose digest an event committed as
+    /// a next or recovery key. Only an event signed by such a key can be
+    /// the agent's; anything else is told nothing about the log.
+    pub fn names_or_commits(&self, key: &PublicKey) -> bool {
+        let digest = Digest::of_key(key);
+        self.used_keys.contains(key.as_bytes())
+            || self.used_digests.contains(&digest)
+            || self.recovery_digests.contains(&digest)
+    }
+
     /// The index of the key current at chain position `sequence` (the
     /// genesis key's before the first rotation, including before the log).
     pub fn key_index_at(&self, sequence: u64) -> u64 {
@@ -247,12 +261,12 @@ impl KeyState {
     ) -> Result<(), Refusal> {
         let (length, head) = state.map_or((0, None), |s| (s.length, Some(s.head_hash.as_str())));
         if event.index != length || event.previous_hash.as_deref() != head {
+            // The log's length and hash are not told: keys.json says them to
+            // whoever may read it (a refusal must not describe a private
+            // agent's state).
             return Err(refuse(
                 ReasonCode::KeyEventStale,
-                format!(
-                    "the log has {length} event(s); the next is index {length} with previous_hash {}",
-                    head.map_or("null".to_owned(), |h| format!("{h:?}"))
-                ),
+                "index and previous_hash are not the log's next place (its length and its last record's hash, as keys.json serves them)",
             ));
         }
         if length >= MAX_KEY_EVENTS {
@@ -261,20 +275,12 @@ impl KeyState {
                 format!("the key log holds its {MAX_KEY_EVENTS} events"),
             ));
         }
-        if sigs == Signature::Verify && !event.signatures_verify() {
-            return Err(refuse(
-                ReasonCode::BadSignature,
-                "the event's signatures do not verify (public by public_key; revealed by revealed_key when it differs)",
-            ));
+        if sigs == Signature::Verify {
+            event.check_signatures()?;
         }
         let Some(state) = state else {
             // Index 0 is an inception (the event's reader guarantees it).
-            if event.public_key.agent_id() != event.agent_id {
-                return Err(refuse(
-                    ReasonCode::AgentId,
-                    "an inception is signed by the genesis key, whose SHA-256 is the agent id",
-                ));
-            }
+            event.check_inception_signer()?;
             return fresh_commitments(event, &BTreeSet::new());
         };
         if event.agent_id != state.agent_id {
@@ -393,6 +399,7 @@ impl KeyState {
             };
             let mut used_digests = BTreeSet::from([event.next_key_digest]);
             used_digests.insert(Digest::of_key(&event.public_key));
+            let recovery_digests = event.recovery_key_digest.into_iter().collect();
             return KeyState {
                 agent_id: event.agent_id.clone(),
                 length: 1,
@@ -405,10 +412,12 @@ impl KeyState {
                 disputes: Vec::new(),
                 used_keys: BTreeSet::from([*event.public_key.as_bytes()]),
                 used_digests,
+                recovery_digests,
             };
         };
         s.length += 1;
         s.head_hash = hash.to_owned();
+        s.recovery_digests.extend(event.recovery_key_digest);
         match &event.change {
             Change::Inception { .. } => unreachable!("an inception is index 0"),
             Change::Recommit => {

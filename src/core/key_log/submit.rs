@@ -102,20 +102,9 @@ pub fn precheck(body: &[u8], agent: &AgentId) -> Result<(), Rejection> {
     if event.agent_id != *agent {
         return Err(bad("agent_id is not the agent in the path"));
     }
-    // The one authority rule that needs no state: an inception is the
-    // genesis key's (so no other key's inception wakes the agent's object).
-    if event.index == 0 && event.public_key.agent_id() != *agent {
-        return Err(Rejection::from(Refusal::new(
-            ReasonCode::AgentId,
-            "an inception is signed by the genesis key, whose SHA-256 is the agent id",
-        )));
-    }
-    if !event.signatures_verify() {
-        return Err(Rejection::from(Refusal::new(
-            ReasonCode::BadSignature,
-            "the event's signatures do not verify over sha256(JCS(event without signatures)) (signatures.public by public_key, signatures.revealed by revealed_key)",
-        )));
-    }
+    // What needs no state (so no other key's inception, and no forged
+    // signature, wakes the agent's object).
+    event.check_signers().map_err(Rejection::from)?;
     Ok(())
 }
 

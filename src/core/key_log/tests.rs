@@ -658,3 +658,114 @@ fn a_summary_made_at_its_event_reads_later_as_the_state_would_say_then() {
         "the recommit dropped the recovery key"
     );
 }
+
+/// The refusal (code and detail) of `event` submitted to `a`.
+fn refusal(a: &Agent, event: &KeyEvent) -> (ReasonCode, String) {
+    let sub = Submission {
+        event: event.to_json(),
+        envelope_seq: None,
+    };
+    let r = a
+        .log
+        .accept(&sub, a.now, a.history_len, &NoWrites, &service())
+        .expect_err("refused");
+    (r.code, r.detail_or_code().to_owned())
+}
+
+#[test]
+fn an_event_signed_by_no_key_of_the_log_is_refused_alike_whatever_the_log_holds() {
+    let none = Agent::new();
+    let mut long = Agent::incepted(true);
+    let e = long.rotation(RotationAuthority::Next, &key(2), &key(2), &key(3), None);
+    assert!(is_new(long.submit(&e)));
+    // Strangers' keys 70..: a rotation at each place, a recovery, a recommit.
+    let forged = |a: &Agent, index: u64| {
+        let mut events = vec![
+            a.rotation(RotationAuthority::Next, &key(70), &key(71), &key(72), None),
+            a.rotation(
+                RotationAuthority::Recovery,
+                &key(73),
+                &key(73),
+                &key(72),
+                None,
+            ),
+            a.recommit(&key(74), &key(72), None),
+        ];
+        for e in &mut events {
+            e.index = index;
+            e.previous_hash = Some("ab".repeat(32));
+        }
+        events
+            .into_iter()
+            .map(|e| {
+                let revealed = e.revealed_key().cloned();
+                let signer = [70u8, 71, 73, 74]
+                    .into_iter()
+                    .map(key)
+                    .find(|k| k.public_key() == e.public_key)
+                    .unwrap();
+                let revealed = revealed.and_then(|r| {
+                    [70u8, 73]
+                        .into_iter()
+                        .map(key)
+                        .find(|k| k.public_key() == r)
+                });
+                e.sign(&signer, revealed.as_ref())
+            })
+            .collect::<Vec<_>>()
+    };
+    let expected = refusal(&none, &forged(&none, 1)[0]);
+    assert_eq!(expected.0, ReasonCode::RotationNotCommitted);
+    for index in [1, 2, 3, 200] {
+        for (n, a) in [&none, &long].into_iter().enumerate() {
+            for e in forged(a, index) {
+                let got = refusal(a, &e);
+                assert_eq!(got, expected, "agent {n}, index {index}, {}", e.kind());
+            }
+        }
+    }
+}
+
+#[test]
+fn the_agents_own_keys_pass_the_gate_and_meet_the_log_rules() {
+    let mut a = Agent::incepted(true);
+    // The committed next key, built on a stale place: told it is stale.
+    let mut stale = a.rotation(RotationAuthority::Next, &key(2), &key(2), &key(3), None);
+    stale.index = 4;
+    let stale = stale.sign(&key(2), None);
+    assert_eq!(refusal(&a, &stale).0, ReasonCode::KeyEventStale);
+    // The stale answer does not describe the log.
+    assert!(!refusal(&a, &stale).1.contains(&a.state().head_hash));
+    // The committed recovery key (key 50) passes the gate.
+    let rec = a.rotation(
+        RotationAuthority::Recovery,
+        &key(50),
+        &key(51),
+        &key(52),
+        None,
+    );
+    assert!(is_new(a.submit(&rec)));
+    // The genesis key, rotated out, is still the agent's: it meets the
+    // authority rule, not the gate.
+    let old = a.recommit(&key(1), &key(60), None);
+    let (code, _) = refusal(&a, &old);
+    assert_eq!(code, ReasonCode::RotationNotCommitted);
+    assert_ne!(
+        refusal(&a, &old).1,
+        refusal(&Agent::new(), &a.recommit(&key(80), &key(60), None)).1
+    );
+}
+
+#[test]
+fn the_summary_after_an_event_is_that_events_not_the_logs_since() {
+    let mut a = Agent::incepted(false);
+    let e = a.rotation(RotationAuthority::Next, &key(2), &key(2), &key(3), None);
+    assert!(is_new(a.submit(&e)));
+    let first = a.log.summary_after(0).unwrap();
+    assert_eq!(first.length, 1);
+    assert_eq!(first.index, 0);
+    assert_eq!(first.public_key, key(1).public_key().to_hex());
+    assert_eq!(first.head_hash, a.log.records()[0].seal.hash);
+    assert_eq!(a.log.summary_after(1).unwrap().length, 2);
+    assert_eq!(a.log.summary_after(2), None);
+}

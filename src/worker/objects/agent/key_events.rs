@@ -30,7 +30,8 @@ struct KeyEventAnswer<'a> {
     applied: &'static str,
     /// The event's index in the log.
     index: u64,
-    /// The log's state after it (head.json's `keys`).
+    /// The log's state after it (head.json's `keys`; for `already_applied`, as that
+    /// event left it).
     keys: Option<&'a KeysSummary>,
     /// The sealed record (a new event only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,11 +91,14 @@ impl AgentDO {
         .map_err(|r| refused(agent, r))?;
         let (record, key_state, write) = match decided {
             Decided::Again { index } => {
+                // As that event left the log: its bytes may be held by
+                // someone who may no longer read the log since.
+                let keys = key_log.summary_after(index);
                 let answer = KeyEventAnswer {
                     accepted: true,
                     applied: "already_applied",
                     index,
-                    keys: state.keys.as_ref(),
+                    keys: keys.as_ref(),
                     record: None,
                     write: None,
                 };
