@@ -352,3 +352,86 @@ test("a version written private stays private when the capsule goes public: with
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("verify.json and self_verify: a reader granted READ_VERIFY alone gets the report, which withholds the versions it may not see", async () => {
+  const o = newAgent();
+  const verifier = newAgent(); // READ_VERIFY only, by the current version
+  const historian = newAgent(); // READ_HISTORY by version 0 only
+  const mottos = ["Zero, private: for the historian.", "One, public.", "Two, private: verify only."];
+  const caps = [
+    exampleCapsule(o.agentId, { self_motto: mottos[0], access_control: { public: false, authorized_readers: [{ agent_id: historian.agentId, scopes: ["READ_HISTORY"] }] } }),
+    exampleCapsule(o.agentId, { self_motto: mottos[1] }),
+    exampleCapsule(o.agentId, {
+      self_motto: mottos[2],
+      access_control: { public: false, authorized_readers: [{ agent_id: verifier.agentId, scopes: ["READ_VERIFY"] }, historian.agentId] },
+    }),
+  ];
+  for (let i = 0; i < 3; i++) assert.equal((await publish(w, o, i + 1, caps[i])).status, 200);
+  const id = o.agentId;
+  const verifyPath = `/self/${id}/verify.json`;
+  const leaks = (text) => [mottos[0], mottos[2], cursorOf(caps[0])].filter((x) => text.includes(x));
+
+  // The owner's report: nothing withheld.
+  const own = await signedGet(o, verifyPath);
+  assert.equal(own.status, 200, own.text);
+  assert.equal(own.json.withheld, undefined);
+  assert.equal(own.json.level, "auth");
+  assert.equal(own.json.checks.schema.checked, 3);
+
+  // The verifier: admitted by READ_VERIFY, under both prefixes, GET and HEAD,
+  // and a signed conditional read gets its 304.
+  for (const path of [verifyPath, `/api/v1/self/${id}/verify.json`]) {
+    const r = await signedGet(verifier, path);
+    assert.equal(r.status, 200, `${path}: ${r.text}`);
+    assert.equal(r.headers.get("cache-control"), "private, no-store");
+    assert.equal(r.json.valid, true);
+    assert.equal(r.json.level, "auth");
+    // Version 0 was written private for the historian only: withheld from
+    // the verifier; version 1 (public) and version 2 (its grant) are not.
+    assert.deepEqual(r.json.withheld, [0]);
+    assert.equal(r.json.checks.schema.checked, 2);
+    assert.equal(r.json.cursor, cursorOf(caps[2]), "the version its grant is for");
+    assert.deepEqual(leaks(r.text.replace(cursorOf(caps[2]), "")), []);
+    assert.ok(r.json.warnings.some((x) => /withheld from this reader/.test(x)));
+    const head = await get(path, signedHeaders(verifier, "HEAD", path), "HEAD");
+    assert.equal(head.status, 200);
+    const nm = await get(path, { ...signedHeaders(verifier, "GET", path), "if-none-match": r.headers.get("etag") });
+    assert.equal(nm.status, 304);
+  }
+  // READ_VERIFY opens the report, not the history.
+  assert.equal((await signedGet(verifier, `/self/${id}/history.json`)).status, 404);
+  // The historian (every scope now, READ_HISTORY on version 0) sees all three.
+  const hist = await signedGet(historian, verifyPath);
+  assert.equal(hist.status, 200, hist.text);
+  assert.equal(hist.json.withheld, undefined);
+  // Strangers and the unsigned get the never-published miss.
+  const nobody = newAgent();
+  const miss = await get(`/self/${nobody.agentId}/verify.json`);
+  assert.equal((await get(verifyPath)).text, miss.text);
+  assert.equal((await signedGet(stranger, verifyPath)).text, miss.text);
+
+  // The MCP door's self_verify answers the same report to the same reader.
+  const call = (headers) =>
+    w.fetch("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "self_verify", arguments: { agent_id: id } } }),
+    });
+  const mcp = await call(signedHeaders(verifier, "POST", "/mcp"));
+  assert.equal(mcp.status, 200, mcp.text);
+  assert.equal(mcp.json.result.isError, false, mcp.text);
+  const tool = JSON.parse(mcp.json.result.content[0].text);
+  assert.equal(tool.valid, true);
+  assert.deepEqual(leaks(mcp.text.replaceAll(cursorOf(caps[2]), "")), []);
+  const refused = await call({});
+  assert.equal(refused.json.result.isError, true);
+  assert.equal(JSON.parse(refused.json.result.content[0].text).error, "capsule_not_found");
+
+  // Going public: the unsigned now get a report with the two private versions withheld.
+  assert.equal((await publish(w, o, 4, exampleCapsule(o.agentId, { self_motto: "Three, public." }))).status, 200);
+  const pub = await get(verifyPath);
+  assert.equal(pub.status, 200, pub.text);
+  assert.deepEqual(pub.json.withheld, [0, 2]);
+  assert.equal(pub.json.valid, true);
+  assert.deepEqual(leaks(pub.text), []);
+});

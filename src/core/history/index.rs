@@ -598,6 +598,43 @@ impl HistoryIndex {
         }
     }
 
+    /// Whether verify.json's report may be given to `viewer` without
+    /// reading the newest entry: the report describes the newest version,
+    /// so that version must grant the viewer `READ_VERIFY` (§12). It does
+    /// when the viewer is the owner, when it was written public, or when it
+    /// is the version whose record the viewer was admitted by
+    /// (`admitted_cursor`: the record's cursor; KV can lag either way).
+    /// `false`: decide from the newest entry ([`Viewer::granted_by_entry`]).
+    pub fn newest_verifiable_by(&self, viewer: &Viewer<'_>, admitted_cursor: &str) -> bool {
+        let Some(newest) = self.items.last() else {
+            return true;
+        };
+        viewer.is_owner() || newest.access == Access::Public || newest.cursor == admitted_cursor
+    }
+
+    /// verify.json's report as `viewer` may have it (§9, §12): the retained
+    /// versions it may not see in history are withheld from the report as
+    /// from an export (`Report::for_reader`); the newest is the version
+    /// whose `READ_VERIFY` grant admitted the viewer, and is described.
+    /// `stored`: the texts of the versions whose access was never recorded
+    /// ([`HistoryIndex::unrecorded`]), by sequence; one missing is withheld.
+    pub fn report_for(&self, viewer: &Viewer<'_>, stored: &[(u64, String)]) -> Report {
+        let newest = self.items.last().map(|i| i.sequence);
+        let withheld: Vec<u64> = self
+            .items
+            .iter()
+            .filter(|i| Some(i.sequence) != newest)
+            .filter(|i| match viewer.sees(i.access, &self.audiences) {
+                Some(seen) => !seen,
+                None => !stored
+                    .iter()
+                    .any(|(s, text)| *s == i.sequence && viewer.sees_entry(text)),
+            })
+            .map(|i| i.sequence)
+            .collect();
+        self.report.for_reader(&withheld)
+    }
+
     /// The `sequence`s of retained items whose access was never recorded.
     pub fn unrecorded(&self) -> Vec<u64> {
         self.items

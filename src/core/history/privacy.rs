@@ -101,6 +101,16 @@ impl Viewer<'_> {
         })
     }
 
+    /// Whether the version stored as `stored` grants this viewer `scope`
+    /// (its own `access_control`; the owner always). Unreadable: no.
+    pub fn granted_by_entry(&self, stored: &str, scope: ReadScope) -> bool {
+        self.is_owner()
+            || scope_audience_of_stored(stored, scope).is_some_and(|a| match a {
+                None => true,
+                Some(a) => a.admits(self.owner, self.reader, self.now_ms),
+            })
+    }
+
     /// [`Viewer::sees`], falling back on the stored text.
     pub fn sees_item(&self, access: Access, audiences: &[Audience], stored: &str) -> bool {
         self.sees(access, audiences)
@@ -111,10 +121,15 @@ impl Viewer<'_> {
 /// The `READ_HISTORY` audience of the capsule in a stored entry: `Some(None)`
 /// public, `Some(Some(a))` private, `None` unreadable.
 pub fn audience_of_stored(stored: &str) -> Option<Option<Audience>> {
+    scope_audience_of_stored(stored, ReadScope::History)
+}
+
+/// [`audience_of_stored`] for any scope.
+pub fn scope_audience_of_stored(stored: &str, scope: ReadScope) -> Option<Option<Audience>> {
     let (canonical, _) = canonical_of_stored(stored)?;
     let entry = json::parse_str(&canonical).ok()?;
     let capsule = entry.get("capsule")?;
-    Some(Audience::of(capsule, ReadScope::History))
+    Some(Audience::of(capsule, scope))
 }
 
 /// The access to record for a version carrying `capsule`, adding its

@@ -221,6 +221,53 @@ impl Report {
     pub fn failing(&self) -> Vec<CheckName> {
         self.checks.failing()
     }
+
+    /// This report (the owner's: every version measured) as a reader from
+    /// whom the versions at `withheld` are withheld may have it: what that
+    /// reader's export would verify to. A withheld version's content was
+    /// not shown, so its schema, safety and signature results are not
+    /// reported (offline they cannot be checked); its place and seal were,
+    /// so a failure of those stays, without its detail. `checked` no longer
+    /// counts withheld versions, and they are listed in `withheld` with
+    /// the verifier's warning.
+    pub fn for_reader(&self, withheld: &[u64]) -> Report {
+        let mut r = self.clone();
+        if withheld.is_empty() {
+            return r;
+        }
+        let hidden = |f: &Failure| f.sequence.is_some_and(|s| withheld.contains(&s));
+        for c in CheckName::ALL {
+            let check = r.checks.get_mut(c);
+            match c {
+                CheckName::Schema | CheckName::Safety | CheckName::Signature => {
+                    check.failures.retain(|f| !hidden(f));
+                }
+                CheckName::Chain | CheckName::Seal => {
+                    for f in check.failures.iter_mut().filter(|f| hidden(f)) {
+                        f.detail = WITHHELD_FAILURE.to_owned();
+                    }
+                }
+            }
+            check.ok = check.failures.is_empty();
+            check.checked = check.checked.saturating_sub(withheld.len() as u64);
+        }
+        r.valid = r.checks.failing().is_empty();
+        r.level = r.checks.level();
+        r.withheld = withheld.to_vec();
+        r.warnings.push(withheld_warning(withheld.len()));
+        r
+    }
+}
+
+/// The detail of a place or seal failure at a version withheld from the
+/// reader (what failed is told; nothing of the version's content).
+const WITHHELD_FAILURE: &str = "a version withheld from this reader failed this check";
+
+/// The warning of a report with withheld versions.
+fn withheld_warning(n: usize) -> String {
+    format!(
+        "{n} version(s) are withheld from this reader (written private): their place in the chain and their seals were checked, their content could not be"
+    )
 }
 
 /// How a failure names a bundle item it could not read (no `sequence` to
@@ -745,10 +792,7 @@ impl<'a> Verifier<'a> {
     ) -> Report {
         let mut all = self.warnings(head);
         if !self.withheld.is_empty() {
-            all.push(format!(
-                "{} version(s) are withheld from this reader (written private): their place in the chain and their seals were checked, their content could not be",
-                self.withheld.len()
-            ));
+            all.push(withheld_warning(self.withheld.len()));
         }
         all.append(&mut warnings);
         Report {

@@ -9,7 +9,7 @@
 use super::reads::{self, ReadAs};
 use super::{text_or_404, unreadable};
 use crate::core::crypto::AgentId;
-use crate::core::history::{HistoryIndex, Query, QueryError, Viewer};
+use crate::core::history::{HistoryIndex, Query, QueryError, Report, Viewer};
 use crate::core::jcs::normalize_cursor;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{entry_kv_key, history_kv_key};
@@ -97,6 +97,54 @@ pub async fn page(
     Ok(index.history_body(&sel, &shown))
 }
 
+/// The index verify.json's report is made of, once `read_as` (its scope
+/// `READ_VERIFY`) may have it: the current record admits it (§12), and so
+/// does the newest version the report describes (KV can lag either way);
+/// else the miss of an agent that never published.
+pub async fn verify_index(
+    env: &Env,
+    agent: &AgentId,
+    read_as: &ReadAs<'_>,
+) -> Result<HistoryIndex, Failure> {
+    let admitted = reads::readable(env, agent, read_as).await?;
+    let kv = Kv::of(env)?;
+    let viewer = viewer(agent, read_as);
+    let index = index(&kv, agent).await?;
+    if !index.newest_verifiable_by(&viewer, admitted.as_deref().unwrap_or_default()) {
+        let newest = index.items.last().map(|i| i.sequence);
+        let text = entries(&kv, agent, &newest.into_iter().collect::<Vec<_>>()).await?;
+        if !text
+            .first()
+            .is_some_and(|t| viewer.granted_by_entry(t, read_as.scope))
+        {
+            return Err(Failure::code(ReasonCode::CapsuleNotFound));
+        }
+    }
+    Ok(index)
+}
+
+/// verify.json's report for this reader (verify.json and the MCP tool
+/// `self_verify`): the versions it may not see in history withheld
+/// (`HistoryIndex::report_for`), deciding those whose access was never
+/// recorded from their entries.
+pub async fn verify_report(
+    env: &Env,
+    agent: &AgentId,
+    index: &HistoryIndex,
+    read_as: &ReadAs<'_>,
+) -> Result<Report, Failure> {
+    let viewer = viewer(agent, read_as);
+    let unrecorded = index.unrecorded();
+    let stored = match unrecorded.is_empty() || viewer.is_owner() {
+        true => Vec::new(),
+        false => {
+            let texts = entries(&Kv::of(env)?, agent, &unrecorded).await?;
+            unrecorded.into_iter().zip(texts).collect()
+        }
+    };
+    Ok(index.report_for(&viewer, &stored))
+}
+
 /// history.json, snapshot, verify.json or export.json (`doc` is one of them).
 pub async fn handle(
     url: &Url,
@@ -106,6 +154,15 @@ pub async fn handle(
     read: CachedRead,
     read_as: &ReadAs<'_>,
 ) -> Result<Response, Failure> {
+    if let Doc::Verify = doc {
+        let index = verify_index(env, agent, read_as).await?;
+        let etag = index.etag();
+        if let Some(not_modified) = read.fresh(&etag) {
+            return Ok(not_modified);
+        }
+        let report = verify_report(env, agent, &index, read_as).await?;
+        return Ok(read.answer(serde_json::to_vec(&report)?, &etag));
+    }
     // A private capsule's history is as private as the capsule (§12).
     reads::readable(env, agent, read_as).await?;
     let kv = Kv::of(env)?;
@@ -121,7 +178,6 @@ pub async fn handle(
         return Ok(not_modified);
     }
     match doc {
-        Doc::Verify => Ok(read.answer(serde_json::to_vec(&index.report)?, head_hash)),
         Doc::Export => match do_wire::export(env, agent, &viewer).await? {
             Some(e) => Ok(read.answer(e.body, &e.etag)),
             None => Err(Failure::code(ReasonCode::CapsuleNotFound)),

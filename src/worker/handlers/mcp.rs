@@ -206,10 +206,9 @@ async fn history(
 
 /// `self_verify`: the report verify.json serves.
 async fn verify(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> Result<Answer, Failure> {
-    reads::readable(env, agent, read_as).await?;
-    let viewer = history::viewer(agent, read_as);
-    let index = history::index_for(&Kv::of(env)?, agent, &viewer).await?;
-    Ok(results::verify(&index.report, "service"))
+    let index = history::verify_index(env, agent, read_as).await?;
+    let report = history::verify_report(env, agent, &index, read_as).await?;
+    Ok(results::verify(&report, "service"))
 }
 
 /// `self_feed`: the document `GET /api/v1/watch/{doc}` serves (its one

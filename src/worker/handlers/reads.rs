@@ -149,10 +149,16 @@ pub async fn record<T>(
 }
 
 /// Whether `read_as` may read `agent`'s documents at all (the history
-/// routes, which are served from other keys, ask this first).
-pub async fn readable(env: &Env, agent: &AgentId, read_as: &ReadAs<'_>) -> Result<(), Failure> {
+/// routes, which are served from other keys, ask this first): the cursor
+/// of the record that admitted it (`None` if the record's cursor does not
+/// read).
+pub async fn readable(
+    env: &Env,
+    agent: &AgentId,
+    read_as: &ReadAs<'_>,
+) -> Result<Option<String>, Failure> {
     let raw = text_or_404(&Kv::of(env)?, &kv_key(agent)).await?;
-    admit(&raw, agent, read_as).map(|_| ())
+    admit(&raw, agent, read_as).map(|(peek, _)| peek.map(|p| p.cursor))
 }
 
 /// head.json or capsule.json (`doc` is one of the two).
