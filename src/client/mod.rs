@@ -11,7 +11,9 @@
 //!
 //! The modules stack one way, listed here top to bottom: each uses (imports,
 //! or calls the `Client` methods of) only the layers below its own, never a
-//! peer of its layer or anything above.
+//! peer of its layer or anything above. `tests/client_layers.rs` reads the
+//! source and fails on an edge against this order, and on a module placed
+//! in no layer.
 //!
 //! | layer | module | what |
 //! |---|---|---|
