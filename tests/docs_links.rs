@@ -1,5 +1,5 @@
 //! Every relative link in the Markdown documentation resolves: the README,
-//! `docs/*.md`, `clients/README.md`, `benches/README.md`,
+//! `docs/*.md`, `docs/design/*.md`, `clients/README.md`, `benches/README.md`,
 //! `benches/runs/*.md` and `tests/README.md`. A link's path must name an existing file or
 //! directory of the repository, and a `#anchor` into a Markdown file must
 //! name one of its headings (GitHub's rule: lowercase, spaces to `-`,
@@ -25,7 +25,7 @@ fn documents() -> Vec<PathBuf> {
         PathBuf::from("benches/README.md"),
         PathBuf::from("tests/README.md"),
     ];
-    for dir in ["docs", "benches/runs"] {
+    for dir in ["docs", "docs/design", "benches/runs"] {
         let mut found: Vec<PathBuf> = fs::read_dir(root.join(dir))
             .unwrap_or_else(|e| panic!("{dir}: {e}"))
             .map(|entry| entry.expect("directory entry").path())

@@ -25,7 +25,8 @@ pub(crate) fn set(
 ) -> Result<(), Error> {
     let capsule = read_json(Some(file))?;
     let c = client(g, 0)?;
-    let s = c.set_desired(&capsule, no_precheck)?;
+    c.set_desired(&capsule, no_precheck)?;
+    let s = c.status()?;
     if out.json {
         print_json(&s);
     } else if s.dirty {

@@ -11,7 +11,6 @@
 //! the same thing, so the capsule stays as small as it can be.
 
 use super::error::Error;
-use super::Client;
 use crate::core::crypto::AgentId;
 use crate::core::json::Json;
 use crate::core::model::{ReadScope, ReadScopes};
@@ -170,31 +169,6 @@ pub fn parse_time(s: &str) -> Result<u64, Error> {
     };
     // The one parser the service evaluates grants with (`core::time`).
     time::parse_rfc3339(s).ok_or_else(bad)
-}
-
-impl Client {
-    /// Applies `f` to the desired capsule (capsule.json) and stores the
-    /// result after the local pre-check, like `set` (a refused edit leaves
-    /// capsule.json as it was); `publish` sends it. Returns the new desired
-    /// capsule.
-    pub fn edit_desired(
-        &self,
-        f: impl FnOnce(&Json) -> Result<Json, Error>,
-        skip_precheck: bool,
-    ) -> Result<Json, Error> {
-        let Some(desired) = self.state.desired()? else {
-            return Err(Error::local(format!(
-                "no {}: publish a capsule first (or run `selfcap rehydrate` on a new machine)",
-                self.state.file(super::state::DESIRED_FILE).display()
-            )));
-        };
-        let next = f(&desired)?;
-        // An edit that changes nothing stores nothing (and checks nothing).
-        if next != desired {
-            self.set_desired(&next, skip_precheck)?;
-        }
-        Ok(next)
-    }
 }
 
 fn scopes_json(s: ReadScopes) -> Json {

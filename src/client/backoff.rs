@@ -11,6 +11,10 @@
 //!   a 5xx's own `retry_after_sec`; a 5xx asking for more than
 //!   `max_server_wait` is reported instead.
 //! - At most `max_attempts` attempts in all.
+//!
+//! Also what a retry looks like from outside: the [`RetryNote`] a caller is
+//! shown before each one, and the jitter added to each wait
+//! ([`with_jitter`]), so a fleet does not retry in lockstep.
 
 use std::time::Duration;
 
@@ -129,6 +133,43 @@ impl BackoffPolicy {
             Outcome::Network => Decision::Retry(self.delay(attempt)),
         }
     }
+}
+
+/// A retry about to happen (for progress output).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNote {
+    /// The HTTP method being retried (a `PUT` retry is not a second write:
+    /// the same signed envelope is resent).
+    pub method: &'static str,
+    /// The absolute URL being retried.
+    pub url: String,
+    /// The attempt that just failed (1-based) and the total allowed.
+    pub attempt: u32,
+    /// [`BackoffPolicy::max_attempts`] of the policy in force.
+    pub max_attempts: u32,
+    /// "HTTP 503" or the network error.
+    pub reason: String,
+    /// How long the client sleeps before the next attempt (jitter not
+    /// included: it is added by the sleeper).
+    pub wait: Duration,
+}
+
+/// Sleeps `d` plus up to 20% random jitter (so a fleet does not retry in
+/// lockstep); never less than asked.
+pub(super) fn sleep_with_jitter(d: Duration) {
+    std::thread::sleep(with_jitter(d));
+}
+
+/// `d` plus up to 20% random jitter: how long the default sleeper waits
+/// when asked for `d` (a sleeper of one's own, e.g. one that can be woken
+/// early, waits this long to back off the same way).
+pub fn with_jitter(d: Duration) -> Duration {
+    let mut b = [0u8; 2];
+    let frac = match getrandom::getrandom(&mut b) {
+        Ok(()) => u16::from_le_bytes(b) as f64 / u16::MAX as f64,
+        Err(_) => 0.0,
+    };
+    d + d.mul_f64(0.2 * frac)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! loop under the [`BackoffPolicy`](super::BackoffPolicy), conditional GETs,
 //! and the mapping of a failed answer to an [`Error`].
 
-use super::backoff::{BackoffPolicy, Decision, Outcome};
+use super::backoff::{BackoffPolicy, Decision, Outcome, RetryNote};
 use super::http::{Request, Response};
 use super::identity::Signer;
 use super::{read_sign, Client, Error};
@@ -11,26 +11,6 @@ use crate::core::crypto::AgentId;
 use crate::core::jcs::cursor_hex;
 use crate::core::reason::ReasonCode;
 use crate::core::urls::Doc;
-use std::time::Duration;
-
-/// A retry about to happen (for progress output).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetryNote {
-    /// The HTTP method being retried (a `PUT` retry is not a second write:
-    /// the same signed envelope is resent).
-    pub method: &'static str,
-    /// The absolute URL being retried.
-    pub url: String,
-    /// The attempt that just failed (1-based) and the total allowed.
-    pub attempt: u32,
-    /// [`BackoffPolicy::max_attempts`] of the policy in force.
-    pub max_attempts: u32,
-    /// "HTTP 503" or the network error.
-    pub reason: String,
-    /// How long the client sleeps before the next attempt (jitter not
-    /// included: it is added by the sleeper).
-    pub wait: Duration,
-}
 
 impl Client {
     /// The absolute URL of one of `agent`'s documents.
@@ -47,6 +27,11 @@ impl Client {
     /// `agent`'s capsule.json: the current capsule itself.
     pub fn capsule_url(&self, agent: &AgentId) -> Result<String, Error> {
         self.doc_url(agent, Doc::Capsule)
+    }
+
+    /// `agent`'s keys.json: its key log, and where key events are posted.
+    pub fn keys_url(&self, agent: &AgentId) -> Result<String, Error> {
+        self.doc_url(agent, Doc::KeyLog)
     }
 
     /// The absolute URL of a service route (`urls::BOOTSTRAP_PATH`, …).
@@ -325,22 +310,4 @@ pub(super) fn unavailable(req: &Request, resp: &Response) -> Error {
         "service failing: {} {} answered HTTP {}{wait}",
         req.method, req.url, resp.status
     ))
-}
-
-/// Sleeps `d` plus up to 20% random jitter (so a fleet does not retry in
-/// lockstep); never less than asked.
-pub(super) fn sleep_with_jitter(d: Duration) {
-    std::thread::sleep(with_jitter(d));
-}
-
-/// `d` plus up to 20% random jitter: how long the default sleeper waits
-/// when asked for `d` (a sleeper of one's own, e.g. one that can be woken
-/// early, waits this long to back off the same way).
-pub fn with_jitter(d: Duration) -> Duration {
-    let mut b = [0u8; 2];
-    let frac = match getrandom::getrandom(&mut b) {
-        Ok(()) => u16::from_le_bytes(b) as f64 / u16::MAX as f64,
-        Err(_) => 0.0,
-    };
-    d + d.mul_f64(0.2 * frac)
 }

@@ -20,6 +20,12 @@
 //! `self_rotate` call): writing (`put`, `publish`, every MCP write tool)
 //! never reads it, so a leak of the current key through a write path never
 //! includes the key that can rotate.
+//!
+//! The files of a key swap in flight (`next.key.new`, `key.new`,
+//! `next.key.recommit`, and the `rotation.json` journal) are named here
+//! too, beside the key files they become, so that loading a key can tell a
+//! half-applied swap from a key copied into the wrong directory; the swap
+//! itself is `keys`'.
 
 use super::error::Error;
 use super::state::{self, StateDir};
@@ -38,6 +44,14 @@ pub const NEXT_KEY_FILE: &str = "next.key";
 /// synced before anything is submitted, promoted to `next.key` once the
 /// service accepted the event that commits it.
 pub const NEXT_KEY_NEW_FILE: &str = "next.key.new";
+/// A recommit's next key, pending until the recommit matures (or dropped
+/// when a rotation cancels it).
+pub const NEXT_KEY_RECOMMIT_FILE: &str = "next.key.recommit";
+/// A recovery's new current key, until it is swapped into `key`.
+pub const KEY_NEW_FILE: &str = "key.new";
+/// A key event signed and not yet seen accepted (`keys::PendingEvent`):
+/// while it is there, the key files may be mid-swap.
+pub const ROTATION_FILE: &str = "rotation.json";
 
 /// The key that signs for an agent: the identity's current key and the
 /// agent id it speaks for (which is not its own hash after a rotation).
@@ -200,7 +214,7 @@ impl StateDir {
             }
             // A crash in the middle of a key swap leaves exactly this: the
             // command that finishes it is the one to run.
-            _ if self.file(super::keys::ROTATION_FILE).is_file() => Err(bad_key(
+            _ if self.file(ROTATION_FILE).is_file() => Err(bad_key(
                 &path,
                 "a key event is half applied (rotation.json): run `selfcap rotate` (or the \
                  `recover`/`recommit` it names) to finish it",

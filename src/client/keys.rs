@@ -18,47 +18,32 @@
 //!
 //! The rules themselves (what an event may say, which key may sign it) are
 //! the core's (`core::key_log`); this module only builds events from the
-//! state the verified log folds to.
+//! state the verified log folds to. An event is sent by the write path's
+//! `POST keys.json` (`writes`: a new identity's first write carries its
+//! inception), and a disputing rotation's write is recorded as any write.
 
-use super::exchange::unavailable;
+use super::exchange::read_error;
 use super::http::Request;
-use super::identity::{Signer, NEXT_KEY_FILE, NEXT_KEY_NEW_FILE};
+use super::identity::{
+    Signer, KEY_NEW_FILE, NEXT_KEY_FILE, NEXT_KEY_NEW_FILE, NEXT_KEY_RECOMMIT_FILE, ROTATION_FILE,
+};
 use super::state::{self, Published};
-use super::wire::{Accepted, Rejected};
+use super::wire::Accepted;
+use super::writes::{inception, precheck, KeysAnswer};
 use super::{Client, Error};
 use crate::core::crypto::{AgentId, AgentKey};
 use crate::core::jcs;
 use crate::core::json::{self, Json};
-use crate::core::key_log::build;
+use crate::core::key_log::build::{self, post_body};
 use crate::core::key_log::{
     verify_key_log, Digest, KeyEvent, KeyLogReport, KeyState, KeysSummary, LastGood, Pin, PinCheck,
-    RotationAuthority, SealedKeyRecord, Supersedes, DEFAULT_WINDOW_SEC,
+    RotationAuthority, SealedKeyRecord, Supersedes,
 };
-use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A key event signed and not yet seen accepted ([`PendingEvent`]).
-pub const ROTATION_FILE: &str = "rotation.json";
 /// The last key log seen per agent: `{agent_id: {"length", "head_hash"}}`.
 pub const KEY_PINS_FILE: &str = "key_pins.json";
-
-/// The 200 answer to `POST keys.json`.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct KeysAnswer {
-    /// Always true on a 200.
-    pub accepted: bool,
-    /// `new`, or `already_applied` for an event the log already holds.
-    pub applied: String,
-    /// The event's index in the log.
-    pub index: u64,
-    /// The log's summary after it.
-    #[serde(default)]
-    pub keys: Option<KeysSummary>,
-    /// The write the envelope made (a new event with an envelope only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write: Option<Accepted>,
-}
 
 /// A key event on its way: what `rotation.json` holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -237,12 +222,6 @@ pub struct Rotated {
     pub write: Option<Accepted>,
 }
 
-/// A recommit's next key, pending until the recommit matures (or dropped
-/// when a rotation cancels it).
-pub const NEXT_KEY_RECOMMIT_FILE: &str = "next.key.recommit";
-/// A recovery's new current key, until it is swapped into `key`.
-pub const KEY_NEW_FILE: &str = "key.new";
-
 /// A test-only hook: `SELFCAP_TEST_STOP=after-submit` makes a key command
 /// stop (exit as unavailable) right after the service accepted its event
 /// and before any local file is swapped, as a crash there would;
@@ -260,11 +239,6 @@ fn test_stop(point: &str) -> Result<(), Error> {
 }
 
 impl Client {
-    /// `agent`'s keys.json URL.
-    pub fn keys_url(&self, agent: &AgentId) -> Result<String, Error> {
-        self.doc_url(agent, Doc::KeyLog)
-    }
-
     /// `GET keys.json`, verified offline against the service's keyring,
     /// compared with the pin kept here (which then moves forward unless the
     /// log rolled back or forked). A rollback or fork is reported in the
@@ -274,7 +248,7 @@ impl Client {
         let url = self.keys_url(&target)?;
         let (req, resp) = self.read_doc(&target, Request::get(url))?;
         if resp.status != 200 {
-            return Err(super::exchange::read_error(&req, &resp));
+            return Err(read_error(&req, &resp));
         }
         let doc =
             json::parse(&resp.body).map_err(|e| Error::Protocol(format!("keys.json: {e}")))?;
@@ -351,54 +325,6 @@ impl Client {
     /// The pins kept here.
     pub fn key_pins(&self) -> Result<BTreeMap<String, Pin>, Error> {
         Ok(self.state.read_json(KEY_PINS_FILE)?.unwrap_or_default())
-    }
-
-    /// `POST keys.json` with `body`. A refusal is a [`Rejected`] error with
-    /// the service's reason codes (so the CLI prints their bot actions).
-    pub(crate) fn post_key_event(
-        &self,
-        agent: &AgentId,
-        body: Vec<u8>,
-    ) -> Result<(KeysAnswer, bool), Error> {
-        let req = Request::json("POST", self.keys_url(agent)?, body);
-        let (resp, uncertain) = self.exchange(&req)?;
-        match resp.status {
-            200 => {
-                let a: KeysAnswer = serde_json::from_slice(&resp.body)
-                    .map_err(|e| Error::Protocol(format!("keys.json answer: {e}")))?;
-                if !a.accepted {
-                    return Err(Error::Protocol("keys.json answered 200 unaccepted".into()));
-                }
-                Ok((a, uncertain))
-            }
-            s if s >= 500 => Err(unavailable(&req, &resp)),
-            s => {
-                let mut rejected: Rejected = serde_json::from_slice(&resp.body).map_err(|_| {
-                    Error::Protocol(format!("keys.json answered HTTP {s}: {}", resp.snippet()))
-                })?;
-                rejected.status = s;
-                Err(rejected.into())
-            }
-        }
-    }
-
-    /// The inception the first write carries, if it is due: the identity
-    /// committed a next key at `keygen` (identity.json's `next_key_digest`;
-    /// next.key itself is never loaded here), is still on its genesis key,
-    /// and has published nothing from here. `has_log`: whether head.json
-    /// already shows a key log (then none is due).
-    pub(crate) fn inception_due(&self, key: &Signer, has_log: bool) -> Result<Option<Json>, Error> {
-        if has_log || key.key_index() > 0 || self.state.published()?.is_some() {
-            return Ok(None);
-        }
-        let Some(id) = self.state.identity()? else {
-            return Ok(None);
-        };
-        let Some(digest) = id.next_key_digest.as_deref().and_then(Digest::from_hex) else {
-            return Ok(None);
-        };
-        let recovery = id.recovery_key_digest.as_deref().and_then(Digest::from_hex);
-        Ok(Some(inception(key.key(), digest, recovery).to_json()))
     }
 
     /// `keys init`: an inception alone, for an identity that published
@@ -503,7 +429,7 @@ impl Client {
         let write = match &disputes_after {
             Some(last) => {
                 let capsule = self.owner_capsule()?;
-                super::writes::precheck(&agent, &capsule)?;
+                precheck(&agent, &capsule)?;
                 Some(PendingWrite {
                     seq: last.seq + 1,
                     capsule,
@@ -885,12 +811,6 @@ impl Client {
     }
 }
 
-/// The inception of `genesis`'s agent committing `next` (and the
-/// operator's `recovery` key digest), with the clients' default window.
-pub fn inception(genesis: &AgentKey, next: Digest, recovery: Option<Digest>) -> KeyEvent {
-    build::inception(genesis, next, recovery, DEFAULT_WINDOW_SEC)
-}
-
 /// The POST body as the text `rotation.json` keeps.
 fn body_text(event: &KeyEvent, envelope: Option<&Json>) -> String {
     String::from_utf8(post_body(&event.to_json(), envelope)).expect("JCS is UTF-8")
@@ -902,8 +822,6 @@ fn no_log(agent: &AgentId) -> Error {
          inception) or run `selfcap keys init`"
     ))
 }
-
-pub use crate::core::key_log::build::post_body;
 
 #[cfg(test)]
 mod tests {

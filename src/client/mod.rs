@@ -4,30 +4,41 @@
 //! uses, so the client cannot drift from it.
 //!
 //! [`Client`] is one identity's state directory plus a service URL, with
-//! typed results; its methods are split by role over the first five modules
-//! below. Every decision that does not need the network is a pure function
-//! (retry policy, resolution, seq choice, pre-check), so it is unit-tested
-//! without one.
+//! typed results; its methods are split by role over the modules below.
+//! Every decision that does not need the network is a pure function (retry
+//! policy, resolution, seq choice, pre-check), so it is unit-tested without
+//! one.
 //!
-//! | module | what |
-//! |---|---|
-//! | `exchange` | the request plumbing shared by reads and writes: URLs, the retry loop ([`RetryNote`]), conditional requests, when a read is signed (`read_doc`), mapping failed answers to [`Error`] |
-//! | `reads` | `bootstrap`, head.json ([`HeadOutcome`]), capsule.json ([`Fetched`]), history.json, export.json |
-//! | `writes` | the desired state and its [`Status`], seq choice ([`next_seq`]), the local [`precheck`], `sign`, `put`, `publish` |
-//! | `rehydrate` | local-first rehydration ([`Rehydrated`]) |
-//! | `verify` | the service keyring, and the sealed history checked offline by the core ([`verify_bundle`], [`keyring_of`]) |
-//! | [`access`] | private capsules: the `access_control` edits behind `grant`, `revoke`, `visibility` ([`access::grant`], [`access::is_private`]) |
-//! | [`read_sign`] | signing a read of a private capsule (RFC 9421 via `web-bot-auth`; docs/PROTOCOL.md §12) |
-//! | [`backoff`] | the retry policy ([`BackoffPolicy::decide`]) |
-//! | [`resolve`] | local-first resolution for rehydration ([`resolve::resolve`]) |
-//! | [`state`] | the state directory layout and dirty tracking |
-//! | [`http`] | the transport seam ([`http::Transport`]; [`http::UreqTransport`]) |
-//! | [`wire`] | the service's response bodies |
-//! | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
-//! | [`mcp`] | the local MCP tools' work (`selfcap mcp`): each tool over the state directory, local first ([`mcp::ToolHost`]; its own table lists its modules) |
-//! | [`import`] | importing the public MCP server's identity file (`~/.diffdelta/identity.json`) |
-//! | [`watch`] | `selfcap watch`: following an agent's head over a WebSocket or long-poll ([`Client::watch`]; its own table lists its modules) |
-//! | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
+//! The modules stack one way, listed here top to bottom: each uses (imports,
+//! or calls the `Client` methods of) only the layers below its own, never a
+//! peer of its layer or anything above. `tests/client_layers.rs` reads the
+//! source and fails on an edge against this order, and on a module placed
+//! in no layer.
+//!
+//! | layer | module | what |
+//! |---|---|---|
+//! | local MCP | [`mcp`] | the local MCP tools' work (`selfcap mcp`): each tool over the state directory, local first ([`mcp::ToolHost`]; its own table lists its modules) |
+//! | the local picture | `status` | `selfcap status` ([`Status`]): the files, the tier, a pending key event |
+//! | commands | [`keys`] | the key log: read, verify and pin it; the inception, rotations and recovery, crash-safe |
+//! | | [`upgrade`] | the paid upgrade: quote, pay on-chain (alloy, JSON-RPC over the transport), claim; `upgrade.json` and the re-run decision (its own table lists its modules) |
+//! | | `rehydrate` | local-first rehydration ([`Rehydrated`]) |
+//! | | [`import`] | importing the public MCP server's identity file (`~/.diffdelta/identity.json`) |
+//! | | [`watch`] | `selfcap watch`: following an agent's head over a WebSocket or long-poll ([`Client::watch`]; its own table lists its modules) |
+//! | sending | `writes` | the desired capsule (`set`, edits), seq choice ([`next_seq`]), the local [`precheck`], `sign`, `put`, `publish`; `POST keys.json` ([`KeysAnswer`]), which a first write's inception rides on |
+//! | | `verify` | the service keyring, and the sealed history checked offline by the core ([`verify_bundle`], [`keyring_of`]) |
+//! | asking | `reads` | `bootstrap`, head.json ([`HeadOutcome`]), capsule.json ([`Fetched`]), history.json, export.json |
+//! | | `feed` | an agent's projected watch feed (`selfcap feed`) |
+//! | plumbing | `exchange` | the URLs, the retry loop, conditional requests, when a read is signed (`read_doc`), mapping failed answers to [`Error`] |
+//! | the handle | this file | [`Client`] and its builder, [`now_ms`] |
+//! | pure work | [`read_sign`] | signing a read of a private capsule (RFC 9421 via `web-bot-auth`; docs/PROTOCOL.md §12) |
+//! | | [`access`] | private capsules: the `access_control` edits behind `grant`, `revoke`, `visibility` ([`access::grant`], [`access::is_private`]) |
+//! | the key | [`identity`] | which key speaks for the agent ([`identity::Signer`]), its secret files and those of a key swap in flight |
+//! | files | [`state`] | the state directory layout and dirty tracking |
+//! | errors | [`error`] | [`Error`] and the CLI's [`ExitCode`]s |
+//! | leaves | [`http`] | the transport seam ([`http::Transport`]; [`http::UreqTransport`]) |
+//! | | [`wire`] | the service's response bodies |
+//! | | [`backoff`] | the retry policy ([`BackoffPolicy::decide`]), the note shown before a retry ([`RetryNote`]), the jitter |
+//! | | [`resolve`] | local-first resolution for rehydration ([`resolve::resolve`]) |
 
 #![warn(missing_docs)]
 
@@ -46,6 +57,7 @@ mod reads;
 mod rehydrate;
 pub mod resolve;
 pub mod state;
+mod status;
 pub mod upgrade;
 mod verify;
 pub mod watch;
@@ -55,17 +67,17 @@ mod writes;
 #[cfg(test)]
 mod tests;
 
-pub use backoff::{BackoffPolicy, Decision, GiveUp, Outcome};
+pub use backoff::{with_jitter, BackoffPolicy, Decision, GiveUp, Outcome, RetryNote};
 pub use error::{Error, ExitCode};
-pub use exchange::{with_jitter, RetryNote};
 pub use reads::{Fetched, HeadOutcome};
 pub use rehydrate::Rehydrated;
 pub use resolve::{resolve, Resolution, Side, Version};
 pub use state::{Location, StateDir};
+pub use status::Status;
 pub use verify::{keyring_of, verify_bundle, KeyringError};
 pub use wire::{Accepted, Bootstrap, Head, Rejected};
 pub use writes::{
-    minimal, next_seq, precheck, template, PublishOutcome, PutOptions, PutResult, Status,
+    minimal, next_seq, precheck, template, KeysAnswer, PublishOutcome, PutOptions, PutResult,
 };
 
 use crate::core::crypto::{AgentId, AgentKey};
@@ -110,7 +122,7 @@ impl Client {
             base_url: None,
             policy: BackoffPolicy::default(),
             transport: Box::new(UreqTransport::new(DEFAULT_TIMEOUT)),
-            sleeper: Box::new(exchange::sleep_with_jitter),
+            sleeper: Box::new(backoff::sleep_with_jitter),
             on_retry: None,
         }
     }

@@ -1,20 +1,29 @@
-//! Everything that leads to a write: the desired state and its [`Status`],
-//! the choice of seq ([`next_seq`]), the local [`precheck`], signing, `put`
-//! and `publish`, and recording an accepted write locally.
+//! Everything that leads to a write: the desired state (`set`, and the
+//! edits `access` makes to it), the choice of seq ([`next_seq`]), the local
+//! [`precheck`], signing, `put` and `publish`, and recording an accepted
+//! write locally.
 //!
 //! One rule runs through all of it: a seq, once signed, belongs to one
 //! capsule (`signed.json` is written before anything is sent), because an
 //! envelope whose answer was lost stays valid and may still arrive.
+//!
+//! A new identity's first write rides on its inception (docs/PROTOCOL.md
+//! §14): the envelope goes to `POST keys.json` with the event that commits
+//! the next key, so that `POST` ([`KeysAnswer`]) is sent from here, and
+//! `keys` sends its rotations through the same call.
 
 use super::exchange::unavailable;
 use super::http::Request;
+use super::identity::Signer;
 use super::reads::HeadOutcome;
 use super::state::{self, HeadCache, Published};
 use super::wire::{Accepted, Head, Rejected};
 use super::{Client, Error};
-use crate::core::crypto::AgentId;
+use crate::core::crypto::{AgentId, AgentKey};
 use crate::core::jcs::{self, cursor_hex};
 use crate::core::json::{self, Json};
+use crate::core::key_log::build::{self, post_body};
+use crate::core::key_log::{Digest, KeyEvent, KeysSummary, DEFAULT_WINDOW_SEC};
 use crate::core::reason::ReasonCode;
 use crate::core::record::{head_etag, split_head_etag};
 use crate::core::write::check_capsule;
@@ -54,39 +63,21 @@ pub enum PublishOutcome {
     Published(PutResult),
 }
 
-/// The local picture (no network).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Status {
-    /// This identity's agent id.
-    pub agent_id: String,
-    /// Its public key (hex).
-    pub public_key: String,
-    /// The state directory, so the operator knows which files are meant.
-    pub state_dir: String,
-    /// The service URL in use (`None`: not bootstrapped, and no `--url`).
-    pub base_url: Option<String>,
-    /// The seq of the last accepted write (`None`: nothing published).
-    pub published_seq: Option<u64>,
-    /// Its cursor.
-    pub published_cursor: Option<String>,
-    /// The cursor of capsule.json (`None`: no desired capsule yet).
-    pub desired_cursor: Option<String>,
-    /// The desired capsule differs from the last accepted one.
-    pub dirty: bool,
-    /// The tier (`free`, `pro`, `plus`) from the last head.json seen (or the
-    /// last credited upgrade, when newer); `None` when neither is known.
-    pub tier: Option<String>,
-    /// When the paid tier ends (`None` on free or unknown).
-    pub paid_until: Option<String>,
-    /// When that tier was read (the head's `generated_at`, or the credit's time).
-    pub tier_as_of: Option<String>,
-    /// The current key's index in the agent's key log (§14), once it rotated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_index: Option<u64>,
-    /// A key event signed and not yet seen accepted (rotation.json's kind):
-    /// the key command of that name finishes it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_event_pending: Option<String>,
+/// The 200 answer to `POST keys.json`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+pub struct KeysAnswer {
+    /// Always true on a 200.
+    pub accepted: bool,
+    /// `new`, or `already_applied` for an event the log already holds.
+    pub applied: String,
+    /// The event's index in the log.
+    pub index: u64,
+    /// The log's summary after it.
+    #[serde(default)]
+    pub keys: Option<KeysSummary>,
+    /// The write the envelope made (a new event with an envelope only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<Accepted>,
 }
 
 impl Client {
@@ -182,7 +173,7 @@ impl Client {
         self.state.note_signed(seq, &cursor)?;
         let envelope = key.sign_envelope(seq, capsule);
         if let Some(event) = inception {
-            let body = super::keys::post_body(&event, Some(&envelope));
+            let body = post_body(&event, Some(&envelope));
             let (answer, _) = self.post_key_event(&agent, body)?;
             let accepted = match answer.write {
                 Some(a) => a,
@@ -261,6 +252,54 @@ impl Client {
         Ok(result)
     }
 
+    /// `POST keys.json` with `body`. A refusal is a [`Rejected`] error with
+    /// the service's reason codes (so the CLI prints their bot actions).
+    pub(crate) fn post_key_event(
+        &self,
+        agent: &AgentId,
+        body: Vec<u8>,
+    ) -> Result<(KeysAnswer, bool), Error> {
+        let req = Request::json("POST", self.keys_url(agent)?, body);
+        let (resp, uncertain) = self.exchange(&req)?;
+        match resp.status {
+            200 => {
+                let a: KeysAnswer = serde_json::from_slice(&resp.body)
+                    .map_err(|e| Error::Protocol(format!("keys.json answer: {e}")))?;
+                if !a.accepted {
+                    return Err(Error::Protocol("keys.json answered 200 unaccepted".into()));
+                }
+                Ok((a, uncertain))
+            }
+            s if s >= 500 => Err(unavailable(&req, &resp)),
+            s => {
+                let mut rejected: Rejected = serde_json::from_slice(&resp.body).map_err(|_| {
+                    Error::Protocol(format!("keys.json answered HTTP {s}: {}", resp.snippet()))
+                })?;
+                rejected.status = s;
+                Err(rejected.into())
+            }
+        }
+    }
+
+    /// The inception the first write carries, if it is due: the identity
+    /// committed a next key at `keygen` (identity.json's `next_key_digest`;
+    /// next.key itself is never loaded here), is still on its genesis key,
+    /// and has published nothing from here. `has_log`: whether head.json
+    /// already shows a key log (then none is due).
+    pub(crate) fn inception_due(&self, key: &Signer, has_log: bool) -> Result<Option<Json>, Error> {
+        if has_log || key.key_index() > 0 || self.state.published()?.is_some() {
+            return Ok(None);
+        }
+        let Some(id) = self.state.identity()? else {
+            return Ok(None);
+        };
+        let Some(digest) = id.next_key_digest.as_deref().and_then(Digest::from_hex) else {
+            return Ok(None);
+        };
+        let recovery = id.recovery_key_digest.as_deref().and_then(Digest::from_hex);
+        Ok(Some(inception(key.key(), digest, recovery).to_json()))
+    }
+
     /// The accepted-write body head.json stands for, when it shows `agent`
     /// at exactly `seq` and `cursor` (a write whose own answer was lost).
     pub(crate) fn accepted_if_head_is(
@@ -333,41 +372,35 @@ impl Client {
     }
 
     /// Replaces the desired capsule (after the local check unless skipped).
-    pub fn set_desired(&self, capsule: &Json, skip_precheck: bool) -> Result<Status, Error> {
+    pub fn set_desired(&self, capsule: &Json, skip_precheck: bool) -> Result<(), Error> {
         if !skip_precheck {
             self.precheck(capsule)?;
         }
-        self.state.save_desired(capsule)?;
-        self.status()
+        self.state.save_desired(capsule)
     }
 
-    /// The local picture: identity, service, last accepted write, dirtiness.
-    pub fn status(&self) -> Result<Status, Error> {
-        let key = self.key()?;
-        let published = self.state.published()?;
-        let desired = self.state.desired()?.map(|d| jcs::cursor(&d));
-        let dirty = match (&desired, &published) {
-            (Some(d), Some(p)) => *d != p.cursor,
-            (Some(_), None) => true,
-            (None, _) => false,
+    /// Applies `f` to the desired capsule (capsule.json) and stores the
+    /// result after the local pre-check, like `set` (a refused edit leaves
+    /// capsule.json as it was); `publish` sends it. Returns the new desired
+    /// capsule. The edits themselves (`grant`, `revoke`, `visibility`) are
+    /// `access`'s pure functions.
+    pub fn edit_desired(
+        &self,
+        f: impl FnOnce(&Json) -> Result<Json, Error>,
+        skip_precheck: bool,
+    ) -> Result<Json, Error> {
+        let Some(desired) = self.state.desired()? else {
+            return Err(Error::local(format!(
+                "no {}: publish a capsule first (or run `selfcap rehydrate` on a new machine)",
+                self.state.file(state::DESIRED_FILE).display()
+            )));
         };
-        // Best effort: a damaged upgrade.json is `upgrade`'s to report.
-        let tier = self.tier().ok().flatten();
-        Ok(Status {
-            agent_id: key.agent_id().to_string(),
-            public_key: key.public_key().to_hex(),
-            state_dir: self.state.path().display().to_string(),
-            base_url: self.base_url().ok(),
-            published_seq: published.as_ref().map(|p| p.seq),
-            published_cursor: published.map(|p| p.cursor),
-            desired_cursor: desired,
-            dirty,
-            tier: tier.as_ref().map(|t| t.tier.clone()),
-            paid_until: tier.as_ref().and_then(|t| t.paid_until.clone()),
-            tier_as_of: tier.map(|t| t.as_of),
-            key_index: Some(key.key_index()).filter(|i| *i > 0),
-            key_event_pending: self.pending_event().ok().flatten().map(|p| p.kind),
-        })
+        let next = f(&desired)?;
+        // An edit that changes nothing stores nothing (and checks nothing).
+        if next != desired {
+            self.set_desired(&next, skip_precheck)?;
+        }
+        Ok(next)
     }
 
     /// Publishes capsule.json if (and only if) it is dirty, or when forced.
@@ -402,6 +435,12 @@ pub fn next_seq(accepted: u64, signed: Option<&state::Signed>, cursor: &str) -> 
         Some(s) => s.seq.max(accepted) + 1,
         None => accepted + 1,
     }
+}
+
+/// The inception of `genesis`'s agent committing `next` (and the
+/// operator's `recovery` key digest), with the clients' default window.
+pub(super) fn inception(genesis: &AgentKey, next: Digest, recovery: Option<Digest>) -> KeyEvent {
+    build::inception(genesis, next, recovery, DEFAULT_WINDOW_SEC)
 }
 
 /// The local pre-check (see [`Client::precheck`]), staged like the service:

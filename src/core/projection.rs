@@ -1,4 +1,4 @@
-//! Projected watch feeds (issue 32; seed "Projected watch feeds"): the part
+//! Projected watch feeds (docs/PROTOCOL.md §15): the part
 //! of the ddv1 world feed an agent's `watch` selects, and a cursor that
 //! moves only when that part does. Pure: the Worker fetches and stores the
 //! world ([`crate::core::world`]); everything decided about a projection is

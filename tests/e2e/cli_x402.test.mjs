@@ -1,5 +1,5 @@
-// `selfcap upgrade --x402` and `self_upgrade` `method: "x402"` (issue 33)
-// end to end: the real binary (target/debug/selfcap) against the built
+// `selfcap upgrade --x402` and `self_upgrade` `method: "x402"` end to
+// end: the real binary (target/debug/selfcap) against the built
 // Worker in workerd with x402 on, anvil as Base (chain 8453) with the
 // EIP-3009 test USDC at Base's USDC address, and the local facilitator from
 // the official @x402/evm with its fault modes (tests/e2e/x402-helpers.mjs).

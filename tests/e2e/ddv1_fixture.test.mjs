@@ -1,8 +1,8 @@
 // The ddv1 world-feed fixture (tests/fixtures/ddv1/) and its server
 // (scripts/ddv1-fixture-server.mjs), checked against what
-// ../shared/design/watch-feeds.md §1 and §3 say the upstream serves and what
-// the fixture must hold. Independent of the Worker: plain files and a
-// loopback server, no Miniflare.
+// docs/design/watch-feeds.md ("ddv1 as served", "The fixture") says the
+// upstream serves and what the fixture must hold. Independent of the
+// Worker: plain files and a loopback server, no Miniflare.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFile } from "node:child_process";

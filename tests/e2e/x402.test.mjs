@@ -1,4 +1,4 @@
-// Buying Pro/Plus with x402 (issue 33) end to end: the built Worker in
+// Buying Pro/Plus with x402 end to end: the built Worker in
 // workerd, anvil as Base (chain 8453) with an EIP-3009 test USDC at Base's
 // USDC address, a local facilitator from the official @x402/evm with fault
 // modes, and the three official payers (npm @x402/fetch v2, legacy npm

@@ -1,5 +1,5 @@
 // x402 through a facilitator that wants Coinbase CDP's authentication
-// (X402_FACILITATOR_AUTH=cdp, issue 33): the built Worker in workerd, anvil
+// (X402_FACILITATOR_AUTH=cdp): the built Worker in workerd, anvil
 // as Base (8453) with the EIP-3009 test USDC, and the local facilitator of
 // scripts/x402-facilitator.mjs with `requireCdpJwt`, which answers 401 to
 // /verify and /settle unless they carry `Authorization: Bearer <jwt>` made

@@ -5,7 +5,7 @@
 //! The agent id never changes: it is the SHA-256 of the genesis key. What
 //! tells the owner from a thief holding the current key is a commitment made
 //! *before* the leak (KERI's pre-rotation; `docs/PROTOCOL.md` §14 and
-//! `../shared/design/key-rotation.md` for the prior art): every establishment
+//! `docs/design/key-rotation.md`, "Prior art"): every establishment
 //! event commits the SHA-256 of the next key, and a rotation must reveal that
 //! key and be signed by it. The current key alone can never rotate.
 //!

@@ -1,6 +1,6 @@
 //! The key log's rules, case by case: the attack table of
-//! `../shared/design/key-rotation.md`, at the level of the core (the Worker's
-//! tests drive the same cases over HTTP).
+//! `docs/design/key-rotation.md` ("The attack cases"), at the level of the
+//! core (the Worker's tests drive the same cases over HTTP).
 
 use super::*;
 use crate::core::crypto::{AgentId, AgentKey};

@@ -1,14 +1,15 @@
-//! DiffDelta's ddv1 feed as it is *served* (`../shared/design/watch-feeds.md`
-//! §1), read leniently: the global `head.json`, the catalog `sources.json`
-//! and a source's `latest.json`. What is kept is what a projection needs;
-//! items are kept verbatim (never rewritten or rescored), only sorted into
-//! the spec's buckets.
+//! DiffDelta's ddv1 feed as it is *served* (`docs/design/watch-feeds.md`,
+//! "ddv1 as served"), read leniently: the global `head.json`, the catalog
+//! `sources.json` and a source's `latest.json`. What is kept is what a
+//! projection needs; items are kept verbatim (never rewritten or rescored),
+//! only sorted into the spec's buckets.
 //!
-//! The drift absorbed here, each seen in served files: the schema's bucket
-//! names (`new` ≡ `items`, plus `flagged`) beside the spec's; the zero cursor
-//! for "never succeeded" (≡ `null`); catalog entries with fields missing;
-//! unknown members everywhere. Cursors are opaque: compared, never recomputed
-//! (the spec's `canonical_v1` does not reproduce the served ones).
+//! The drift absorbed here, each seen in served files (the same page,
+//! "Drift a reader must absorb"): the schema's bucket names (`new` ≡
+//! `items`, plus `flagged`) beside the spec's; the zero cursor for "never
+//! succeeded" (≡ `null`); catalog entries with fields missing; unknown
+//! members everywhere. Cursors are opaque: compared, never recomputed (the
+//! spec's `canonical_v1` does not reproduce the served ones).
 
 use crate::core::json::Json;
 use std::collections::BTreeMap;

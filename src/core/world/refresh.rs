@@ -6,8 +6,9 @@
 //!
 //! 1. `GET /diff/head.json` with the last `ETag`. A 304, or the same cursor
 //!    while the catalog is younger than [`CATALOG_MAX_AGE_MS`], ends the
-//!    refresh: no other request (the seed's fast path; the upstream repeats a
-//!    cursor only when nothing changed).
+//!    refresh: no other request (the fast path of `docs/design/watch-feeds.md`,
+//!    "What was decided, and why"; the upstream repeats a cursor only when
+//!    nothing changed).
 //! 2. Otherwise `GET /diff/sources.json`, then the `latest.json` of each
 //!    source whose cursor moved ([`Refresh::to_fetch`]), at the live path
 //!    and, when its body's cursor is not the catalog's, at the older one the

@@ -96,12 +96,12 @@ const PASSWORD_LABELS: &[&str] = &[
     "mat khau",
     "kata sandi",
     "sandi",
-    // The languages added with issue 30 (raw lower case: accents are kept,
-    // so accented and bare spellings are both listed). They are here only,
-    // not in secrets.rs's `localized_password`: that rule also fires on a
-    // label followed by ordinary words and a number ("Heslo x 12 znakova",
-    // already so for its own labels), and this rule's value test covers
-    // "label: value" too.
+    // The languages added when the injection lexicon grew to 40 (raw lower
+    // case: accents are kept, so accented and bare spellings are both
+    // listed). They are here only, not in secrets.rs's `localized_password`:
+    // that rule also fires on a label followed by ordinary words and a
+    // number ("Heslo x 12 znakova", already so for its own labels), and this
+    // rule's value test covers "label: value" too.
     "nenosiri",
     "nywila",
     "รหัสผ่าน",

@@ -1,6 +1,7 @@
 //! Buying a plan with x402: one HTTP request answered 402 with an invoice,
 //! resent with the payer's signed EIP-3009 authorization, settled on-chain
-//! through a facilitator (`/shared/design/x402.md`, issue 33).
+//! through a facilitator (why it works this way: `docs/design/x402.md`,
+//! "What was decided, and why").
 //!
 //! The payer signs only `from, to, value, validAfter, validBefore, nonce`,
 //! so nothing it signs names an agent. The invoice's unique amount does:

@@ -1,9 +1,10 @@
 //! The decisions of one x402 request and of the alarm that finishes a
-//! settlement (design §3 steps 3–8), as pure steps the agent's Durable
-//! Object runs under its lock. The Worker does the I/O in between: it
-//! persists the invoice before calling `/settle` (so a crash mid-call
-//! leaves it settling, and the alarm finishes it), asks the facilitator,
-//! and gathers the chain's [`Facts`].
+//! settlement (the steps of `docs/PROTOCOL.md` §10, "Pay with x402"; why
+//! they are these: `docs/design/x402.md`, "What was decided, and why"), as
+//! pure steps the agent's Durable Object runs under its lock. The Worker
+//! does the I/O in between: it persists the invoice before calling
+//! `/settle` (so a crash mid-call leaves it settling, and the alarm
+//! finishes it), asks the facilitator, and gathers the chain's [`Facts`].
 //!
 //! Two rules shape everything here. A payment credits only on the chain's
 //! word. And once an authorization may have executed, nothing answers 402:
