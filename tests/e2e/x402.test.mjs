@@ -1,4 +1,4 @@
-// Buying Pro/Plus with x402 (issue 33) end to end: the built Worker in
+// Buying Pro/Plus with x402 end to end: the built Worker in
 // workerd, anvil as Base (chain 8453) with an EIP-3009 test USDC at Base's
 // USDC address, a local facilitator from the official @x402/evm with fault
 // modes, and the three official payers (npm @x402/fetch v2, legacy npm
@@ -849,4 +849,129 @@ test("a malformed payment header (not base64, not JSON, wrong scheme, wrong netw
   // The control: the unmodified header pays.
   const ok = await resend(url, good, a);
   await assertCredited(ok, { agent: a, plan: "pro", payer, inv, payment: good });
+});
+
+// ---------------------------------------------------------------------------
+// Which payment is answered from the store: only the identical authorization
+// (its six signed fields and its signature; the envelope around it does not
+// matter) of the same plan. Anything else is verified and refused on its own.
+
+/** `payment`'s authorization and signature in the other version's envelope (v2 → v1, v1 → v2 for `inv`). */
+function reenveloped(payment, inv) {
+  const { authorization, signature } = payment.payload.payload;
+  if (payment.payload.x402Version === 2) {
+    const payload = { x402Version: 1, scheme: "exact", network: "base", payload: { signature, authorization } };
+    return { name: "X-PAYMENT", value: encodeHeader(payload), payload };
+  }
+  const payload = { x402Version: 2, payload: { authorization, signature }, resource: inv.v2.resource, accepted: inv.accept };
+  return { name: "PAYMENT-SIGNATURE", value: encodeHeader(payload), payload };
+}
+
+/** `payment` with its signature replaced by 65 bytes that sign nothing. */
+function forged(payment) {
+  const payload = structuredClone(payment.payload);
+  payload.payload.signature = `0x${"5a".repeat(64)}1b`;
+  return { name: payment.name, value: encodeHeader(payload), payload };
+}
+
+test("the identical authorization again answers the same 200, in either envelope (v2 re-sent, v1, v2 with another resource and timeout); /settle stays at one", async () => {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  const { claim, settled } = await assertCredited(r, { agent: a, plan: "pro", payer, inv });
+
+  const v1 = reenveloped(r.payment, inv);
+  const v2 = structuredClone(r.payment.payload);
+  v2.resource = { ...v2.resource, description: "another description" };
+  v2.accepted = { ...v2.accepted, maxTimeoutSeconds: v2.accepted.maxTimeoutSeconds - 60 };
+  const rewrapped = { name: "PAYMENT-SIGNATURE", value: encodeHeader(v2), payload: v2 };
+  for (const [what, header, responseHeader] of [
+    ["the v2 header again", r.payment, "payment-response"],
+    ["the same authorization as v1", v1, "x-payment-response"],
+    ["the same authorization in another v2 envelope", rewrapped, "payment-response"],
+  ]) {
+    const again = await resend(url, header, a);
+    assert.equal(again.status, 200, `${what}: ${again.body}`);
+    assert.deepEqual(again.json, claim, what);
+    const s = decodeHeader(again.headers[responseHeader]);
+    assert.equal(s.transaction.toLowerCase(), settled.transaction.toLowerCase(), what);
+  }
+  assert.equal(settlesFor(r.payment).length, 1);
+  assert.equal((await transfersFrom(stack.rpcUrl, stack.usdc, payer.address)).length, 1);
+});
+
+/**
+ * An agent credited with Pro by a fresh payer through @x402/fetch, with its
+ * Plus invoice open: {a, payer, inv, r (the payment), claim, nonce, plus, url, plusUrl}.
+ */
+async function creditedWithPlusOpen() {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  const { claim } = await assertCredited(r, { agent: a, plan: "pro", payer, inv });
+  const plus = await openInvoice(a, "plus");
+  return { a, payer, inv, r, claim, nonce: authOf(r.payment).nonce, plus, url, plusUrl: urlFor(w, a.agentId, "plus") };
+}
+
+/** Each of `cases` ([what, url, payment]) is 409 payment_already_claimed, never settled; then head.json and the chain are as `c` left them. */
+async function assertAllClaimed(c, cases) {
+  for (const [what, url, payment] of cases) {
+    const answer = await resend(url, payment, c.a);
+    assert.notEqual(answer.status, 200, `${what}: answered ${answer.body}`);
+    assertRefusal(answer, 409, "payment_already_claimed");
+    assert.equal(answer.headers["payment-response"], undefined, what);
+    assert.equal(answer.headers["x-payment-response"], undefined, what);
+    assert.equal(settlesFor(payment).length, 1, `${what} reached /settle again`);
+  }
+  const h = await head(w, c.a.agentId);
+  assert.equal(h.tier, "pro", JSON.stringify(h));
+  assert.equal(h.paid_until, c.claim.paid_until);
+  assert.equal((await transfersFrom(stack.rpcUrl, stack.usdc, c.payer.address)).length, 1);
+  // Plus's invoice was never bound: still offered.
+  assert.equal((await openInvoice(c.a, "plus")).invoiceId, c.plus.invoiceId);
+}
+
+test("the credited payer and nonce re-signed for Plus (its invoice's value, another value, v1): 409 payment_already_claimed, never the Pro credit; head.json unchanged, one transfer", async () => {
+  const c = await creditedWithPlusOpen();
+  const resigned = await signPayment({ privateKey: c.payer.key, paymentRequired: c.plus.v2, authorization: { nonce: c.nonce } });
+  const offValue = await signPayment({
+    privateKey: c.payer.key,
+    paymentRequired: c.plus.v2,
+    accept: { ...c.plus.accept, amount: String(c.plus.amount + 17n) },
+    authorization: { nonce: c.nonce },
+  });
+  await assertAllClaimed(c, [
+    ["re-signed for Plus's invoice", c.plusUrl, resigned],
+    ["re-signed for Plus at a value of no invoice", c.plusUrl, offValue],
+    ["re-signed for Plus, v1", c.plusUrl, reenveloped(resigned, c.plus)],
+    ["the Pro authorization itself sent for Plus", c.plusUrl, c.r.payment],
+  ]);
+});
+
+test("the credited payer and nonce with a signature that does not verify (for Plus, or Pro's own fields): 409 payment_already_claimed, never the Pro credit; head.json unchanged", async () => {
+  const c = await creditedWithPlusOpen();
+  const resigned = await signPayment({ privateKey: c.payer.key, paymentRequired: c.plus.v2, authorization: { nonce: c.nonce } });
+  await assertAllClaimed(c, [
+    ["re-signed for Plus, forged", c.plusUrl, forged(resigned)],
+    ["Pro's authorization with a forged signature", c.url, forged(c.r.payment)],
+    ["Pro's authorization with a forged signature, v1", c.url, reenveloped(forged(c.r.payment), c.inv)],
+  ]);
+});
+
+test("a fresh nonce with a forged signature for an open invoice: 402 x402_payment_invalid; nothing bound, nothing moved", async () => {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const bad = forged(await signPayment({ privateKey: payer.key, paymentRequired: inv.v2 }));
+  const r = await resend(url, bad, a);
+  assertRefusal(r, 402, "x402_payment_invalid");
+  assert.equal(offered(r, { agentId: a.agentId, plan: "pro" }, { v1Body: false }).invoiceId, inv.invoiceId);
+  assert.equal(settlesFor(bad).length, 0);
+  await assertNothingMoved(payer, bad);
+  await assertFree(w, a.agentId);
 });

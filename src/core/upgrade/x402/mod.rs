@@ -1,6 +1,6 @@
-//! Buying a plan with x402: one HTTP request answered 402 with an invoice,
-//! resent with the payer's signed EIP-3009 authorization, settled on-chain
-//! through a facilitator (`/shared/design/x402.md`, issue 33).
+//! Buying a plan with x402 (docs/PROTOCOL.md §10, "Pay with x402"): one
+//! HTTP request answered 402 with an invoice, resent with the payer's
+//! signed EIP-3009 authorization, settled on-chain through a facilitator.
 //!
 //! The payer signs only `from, to, value, validAfter, validBefore, nonce`,
 //! so nothing it signs names an agent. The invoice's unique amount does:
@@ -19,6 +19,7 @@
 //! | the facilitator's `/settle` and `/verify`            | [`facilitator`]  |
 //! | the Bearer JWT of Coinbase CDP's facilitator         | [`cdp`]          |
 //! | the agent's x402 invoices and what a payment matches | [`invoice`]      |
+//! | a payment that is not a bound authorization          | [`unbound`]      |
 //! | `authorizationState`, `AuthorizationUsed`, receipts  | [`chain`]        |
 //! | a paid request, its settlement and the alarm         | [`settle`]       |
 
@@ -29,4 +30,5 @@ pub mod config;
 pub mod facilitator;
 pub mod invoice;
 pub mod settle;
+pub mod unbound;
 pub mod wire;

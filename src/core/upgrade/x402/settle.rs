@@ -1,5 +1,5 @@
 //! The decisions of one x402 request and of the alarm that finishes a
-//! settlement (design §3 steps 3–8), as pure steps the agent's Durable
+//! settlement (docs/PROTOCOL.md §10, "Pay with x402"), as pure steps the agent's Durable
 //! Object runs under its lock. The Worker does the I/O in between: it
 //! persists the invoice before calling `/settle` (so a crash mid-call
 //! leaves it settling, and the alarm finishes it), asks the facilitator,
@@ -92,8 +92,9 @@ pub fn on_unpaid<'a>(
     }
 }
 
-/// What to do with a payment for an invoice ([`X402Book::invoice_for`]),
-/// once its payment key is bound to that invoice.
+/// What to do with a payment for its invoice: the one bound to this very
+/// authorization ([`Found::Bound`](super::invoice::Found::Bound)), or the
+/// open one it was just verified and globally bound for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Paid {
     /// Credited with this very payment: 200, the same body (the same
@@ -110,7 +111,8 @@ pub enum Paid {
 }
 
 /// Decides a paid request against its invoice, binding the payment to it
-/// when it is open.
+/// when it is open. Another authorization of a bound invoice is refused
+/// here too, though [`X402Book::find`] never sends one.
 pub fn on_payment(
     inv: &mut X402Invoice,
     p: &Payment,
@@ -118,7 +120,7 @@ pub fn on_payment(
     now_ms: u64,
 ) -> Result<Paid, Refusal> {
     match inv.stage() {
-        Stage::Paid { by } if *by == p.id => {
+        Stage::Paid { by, .. } if *by == p.id => {
             match &inv.invoice().paid {
                 Some(paid) => Ok(Paid::Repeat(Claimed::of(inv.invoice(), agent_id, paid))),
                 // Unreachable: the stage and `paid` are set together.
@@ -145,6 +147,7 @@ pub fn on_payment(
         Stage::Open => {
             inv.bind(Settling {
                 id: p.id.clone(),
+                fingerprint: Some(p.fingerprint()),
                 valid_before: p.authorization.valid_before,
                 started_at_ms: now_ms,
                 tx_hash: None,
@@ -333,6 +336,8 @@ mod tests {
     use crate::core::json::Json;
     use crate::core::upgrade::x402::config::test_x402_config;
     use crate::core::upgrade::x402::invoice::tests::{agent, open_invoice, payment, SIGNED_AT};
+    use crate::core::upgrade::x402::invoice::Found;
+    use crate::core::upgrade::x402::unbound::Unbound;
 
     const T: u64 = SIGNED_AT * 1000 + 10_000;
 
@@ -653,7 +658,10 @@ mod tests {
         let (p, id) = (payment(), agent());
         let mut book = X402Book::default();
         book.add(open_invoice(60));
-        let inv = book.invoice_for(Tier::Pro, &p, &cfg, T).unwrap();
+        let Found::Unbound(Unbound::Open(inv_id)) = book.find(Tier::Pro, &p, &cfg, T) else {
+            panic!("no open invoice")
+        };
+        let inv = book.find_mut(&inv_id).unwrap();
         assert_eq!(on_payment(inv, &p, id.as_str(), T), Ok(Paid::Settle));
         // The facilitator (the library's) says success with its hash...
         let answers: serde_json::Value = serde_json::from_str(include_str!(

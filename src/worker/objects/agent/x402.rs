@@ -27,11 +27,12 @@ use crate::core::upgrade::x402::config::X402Config;
 use crate::core::upgrade::x402::facilitator::{
     read_settle, read_verify, request_body, Reply, Settle, Verify,
 };
-use crate::core::upgrade::x402::invoice::{expires_at_ms, Stage, X402Book, X402Invoice};
+use crate::core::upgrade::x402::invoice::{expires_at_ms, Found, Stage, X402Book, X402Invoice};
 use crate::core::upgrade::x402::settle::{
     self as decide, after_settle, on_alarm, on_payment, on_unpaid, tx_to_check, Alarm as Next,
     Facts, Outcome, Paid, Unpaid,
 };
+use crate::core::upgrade::x402::unbound::{self, Answer, Ask, Said, Unbound};
 use crate::core::upgrade::x402::wire::{
     payment_response, read_payment, Payment, Version, PAYMENT_REQUIRED_HEADER,
 };
@@ -51,8 +52,6 @@ use worker::Response;
 /// The first look at a settlement the request could not finish (the
 /// core's alarm schedule takes over from there).
 const FIRST_CHECK_MS: u64 = 5_000;
-/// `Retry-After` of `x402_facilitator_unavailable`.
-const FACILITATOR_RETRY_SEC: u64 = 10;
 
 /// What one request is decided with.
 struct Ctx<'a> {
@@ -107,6 +106,26 @@ fn paid(claimed: &Claimed, payment: Option<&Payment>, repeat: bool) -> Result<Re
         http::set(resp.headers(), name, &value);
     }
     Ok(resp)
+}
+
+/// A payment that is not a bound authorization, once checked.
+enum Checked {
+    /// Bound to this open invoice (its own object first): settle it.
+    Bind(String),
+    /// Answered without binding anything.
+    Answered(Response),
+}
+
+/// The requirements `p` was made for, on `inv`'s terms, in `p`'s version:
+/// what `/verify` and `/settle` judge it against.
+fn requirements(ctx: &Ctx<'_>, inv: &X402Invoice, p: &Payment) -> Result<Json, Failure> {
+    let offer = inv.offer_accepted_by(p, &ctx.call.resource_url, ctx.call.now_ms, ctx.x);
+    Ok(match p.version {
+        Version::V2 => offer.requirements_v2(ctx.up, ctx.x),
+        Version::V1 => offer
+            .requirements_v1(ctx.up, ctx.x)
+            .ok_or("x402: a v1 payment on a chain without a v1 name")?,
+    })
 }
 
 impl AgentDO {
@@ -230,8 +249,10 @@ impl AgentDO {
         Ok(X402Invoice::new(&req, ctx.up, ctx.x, tag, now, id_random))
     }
 
-    /// A paid request: matched to its invoice, verified and bound if new,
-    /// settled (or checked), and answered by what the chain shows.
+    /// A paid request: the identical authorization of a bound invoice
+    /// answered from the store; anything else checked first
+    /// ([`unbound`]), and a payment of an open invoice verified, bound,
+    /// settled and answered by what the chain shows.
     async fn settle(
         &self,
         ctx: &Ctx<'_>,
@@ -239,71 +260,15 @@ impl AgentDO {
         p: &Payment,
     ) -> Result<Response, Failure> {
         let now = ctx.call.now_ms;
-        let id = match book.invoice_for(ctx.call.plan, p, ctx.up, now) {
-            Ok(inv) => inv.invoice().invoice_id.clone(),
-            Err(r) if r.code == R::X402InvoiceMismatch => {
-                let why = r.detail.unwrap_or_default();
-                return self
-                    .unpaid(ctx, book, true, R::X402InvoiceMismatch, &why)
-                    .await;
-            }
-            Err(r) => return Err(r.into()),
+        let id = match book.find(ctx.call.plan, p, ctx.up, now) {
+            Found::Bound(id) => id,
+            Found::Unbound(u) => match self.unbound(ctx, book, p, &u).await? {
+                Checked::Bind(id) => id,
+                Checked::Answered(answer) => return Ok(answer),
+            },
         };
-        let inv = book.find_mut(&id).ok_or("x402: matched invoice vanished")?;
-        let requirements = {
-            let offer = inv.offer_accepted_by(p, &ctx.call.resource_url, now, ctx.x);
-            match p.version {
-                Version::V2 => offer.requirements_v2(ctx.up, ctx.x),
-                Version::V1 => offer
-                    .requirements_v1(ctx.up, ctx.x)
-                    .ok_or("x402: a v1 payment on a chain without a v1 name")?,
-            }
-        };
-        let body = request_body(p, requirements);
-        if *inv.stage() == Stage::Open {
-            // Nothing is bound and nothing has moved: a payment the
-            // facilitator finds invalid is refused here, unless the chain
-            // shows its authorization used already (a front-run: money
-            // moved, and is found below).
-            let verified =
-                facilitator::post(ctx.x, "/verify", body.clone(), ctx.x.settle_timeout_ms).await;
-            match read_verify(reply(&verified)) {
-                Verify::Valid => {}
-                Verify::Invalid(reason) => {
-                    if rpc::authorization_state(&ctx.up.rpc_url, &p.id).await != Some(true) {
-                        let inv = book.find_mut(&id).ok_or("x402: invoice vanished")?;
-                        let detail =
-                            format!("the facilitator finds this payment invalid: {reason}");
-                        return challenge(ctx, inv, R::X402PaymentInvalid, &detail);
-                    }
-                }
-                Verify::Unknown(why) => {
-                    log::event(
-                        "x402_facilitator_unavailable",
-                        &[("agent_id", ctx.agent.as_str()), ("error", &why)],
-                    );
-                    return Err(Refusal::new(
-                        R::X402FacilitatorUnavailable,
-                        "the payment facilitator did not answer; nothing was charged: resend the same payment",
-                    )
-                    .retry_after(FACILITATOR_RETRY_SEC)
-                    .into());
-                }
-            }
-            let bind = PaymentBind {
-                record: PaymentRecord {
-                    invoice_id: id.clone(),
-                    agent_id: ctx.agent.to_string(),
-                },
-            };
-            if !bind.send(&self.env, &p.id.key()).await? {
-                return Err(Refusal::new(
-                    R::PaymentAlreadyClaimed,
-                    "this authorization is bound to another invoice",
-                )
-                .into());
-            }
-        }
+        let inv = book.get(&id).ok_or("x402: matched invoice vanished")?;
+        let body = request_body(p, requirements(ctx, inv, p)?);
         let storage = self.state.storage();
         let mut state: AgentState = load(&storage, STATE_KEY).await?.unwrap_or_default();
         let inv = book.find_mut(&id).ok_or("x402: invoice vanished")?;
@@ -360,6 +325,89 @@ impl AgentDO {
                 );
                 self.unpaid(ctx, book, true, R::X402SettlementFailed, &detail)
                     .await
+            }
+        }
+    }
+
+    /// A payment that is not the identical authorization of a bound
+    /// invoice: what `unbound::ask` says to ask, then its answer.
+    async fn unbound(
+        &self,
+        ctx: &Ctx<'_>,
+        book: &mut X402Book,
+        p: &Payment,
+        u: &Unbound,
+    ) -> Result<Checked, Failure> {
+        let mut said = Said::default();
+        let asked = unbound::ask(u);
+        if asked == Ask::Verify {
+            let id = match u {
+                Unbound::Claimed(id) | Unbound::Open(id) => id,
+                Unbound::Taken { invoice_id, .. } => invoice_id,
+                Unbound::Unmatched(_) => return Err("x402: verify of no invoice".into()),
+            };
+            let inv = book.get(id).ok_or("x402: matched invoice vanished")?;
+            let terms = inv.at_value_of(p);
+            let body = request_body(p, requirements(ctx, &terms, p)?);
+            let verified = facilitator::post(ctx.x, "/verify", body, ctx.x.settle_timeout_ms).await;
+            let verify = read_verify(reply(&verified));
+            if let Verify::Unknown(why) = &verify {
+                log::event(
+                    "x402_facilitator_unavailable",
+                    &[("agent_id", ctx.agent.as_str()), ("error", why)],
+                );
+            }
+            // Refused: unless the chain shows it used already (a front-run:
+            // money moved), nothing of it moved.
+            if matches!(verify, Verify::Invalid(_)) {
+                said.used = rpc::authorization_state(&ctx.up.rpc_url, &p.id).await;
+            }
+            said.verify = Some(verify);
+        }
+        let answer = unbound::answer(u, &said);
+        log::event(
+            "x402_unbound",
+            &[
+                ("agent_id", ctx.agent.as_str()),
+                ("payment", &p.id.key()),
+                ("found", &format!("{u:?}")),
+                ("answer", &format!("{answer:?}")),
+            ],
+        );
+        match answer {
+            Answer::Bind => {
+                let Unbound::Open(id) = u else {
+                    return Err("x402: bind of no open invoice".into());
+                };
+                let bind = PaymentBind {
+                    record: PaymentRecord {
+                        invoice_id: id.clone(),
+                        agent_id: ctx.agent.to_string(),
+                    },
+                };
+                if !bind.send(&self.env, &p.id.key()).await? {
+                    return Err(Refusal::new(
+                        R::PaymentAlreadyClaimed,
+                        "this authorization is bound to another invoice",
+                    )
+                    .into());
+                }
+                Ok(Checked::Bind(id.clone()))
+            }
+            Answer::Refuse(r) => Err(r.into()),
+            Answer::Challenge(r) => {
+                let Unbound::Open(id) = u else {
+                    return Err("x402: challenge of no open invoice".into());
+                };
+                let inv = book.get(id).ok_or("x402: invoice vanished")?;
+                let detail = r.detail.unwrap_or_default();
+                Ok(Checked::Answered(challenge(ctx, inv, r.code, &detail)?))
+            }
+            Answer::Offer(r) => {
+                let detail = r.detail.unwrap_or_default();
+                Ok(Checked::Answered(
+                    self.unpaid(ctx, book, true, r.code, &detail).await?,
+                ))
             }
         }
     }
