@@ -19,6 +19,7 @@ use super::chain::Onchain;
 use super::config::X402Config;
 use super::facilitator::Settle;
 use super::invoice::{Settling, Stage, X402Book, X402Invoice};
+use super::unbound::Privacy;
 use super::wire::Payment;
 use crate::core::limits::Tier;
 use crate::core::reason::ReasonCode as R;
@@ -56,12 +57,17 @@ pub enum Unpaid<'a> {
 
 /// Decides an unpaid request for `plan`. `renew`: the caller asked for
 /// another purchase (`renew=1`), so neither a recent credit nor a
-/// settlement in flight stands in for it.
+/// settlement in flight stands in for it. A private capsule's unpaid
+/// request gets neither either: anyone may send one, and both would tell
+/// that the agent exists and paid (§12). It gets the offer an agent never
+/// paid for gets; a client that lost its 200 resends its payment header,
+/// which is answered from the store.
 pub fn on_unpaid<'a>(
     book: &'a X402Book,
     plan: Tier,
     agent_id: &str,
     renew: bool,
+    privacy: Privacy,
     now_ms: u64,
     x: &X402Config,
 ) -> Unpaid<'a> {
@@ -70,7 +76,7 @@ pub fn on_unpaid<'a>(
             .iter()
             .filter(move |i| i.invoice().plan == plan)
     };
-    if !renew {
+    if !renew && privacy == Privacy::Public {
         let window = x.invoice_ttl_seconds * 1000;
         let recent = of_plan()
             .filter_map(|i| Some((i, i.invoice().paid.as_ref()?)))
@@ -582,24 +588,47 @@ mod tests {
         let id = agent();
         let mut book = X402Book::default();
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), false, Privacy::Public, T, &x),
             Unpaid::Quote
         );
         book.add(open_invoice(60));
-        let offered =
-            |book: &X402Book, now| match on_unpaid(book, Tier::Pro, id.as_str(), false, now, &x) {
-                Unpaid::Offer(i) => Some(i.invoice().invoice_id.clone()),
-                _ => None,
-            };
+        let offered = |book: &X402Book, now| match on_unpaid(
+            book,
+            Tier::Pro,
+            id.as_str(),
+            false,
+            Privacy::Public,
+            now,
+            &x,
+        ) {
+            Unpaid::Offer(i) => Some(i.invoice().invoice_id.clone()),
+            _ => None,
+        };
         assert!(offered(&book, T).is_some());
         assert_eq!(
-            on_unpaid(&book, Tier::Plus, id.as_str(), false, T, &x),
+            on_unpaid(
+                &book,
+                Tier::Plus,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T,
+                &x
+            ),
             Unpaid::Quote
         );
         // Under 5 minutes left: a new one.
         let expires = book.items()[0].invoice().expires_at_ms;
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, expires - 299_999, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                expires - 299_999,
+                &x
+            ),
             Unpaid::Quote
         );
         // Settling: wait, unless renewing.
@@ -608,12 +637,34 @@ mod tests {
         let inv = book.find_mut(&inv_id).unwrap();
         on_payment(inv, &p, id.as_str(), T).unwrap();
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), false, Privacy::Public, T, &x),
             Unpaid::InFlight { retry_after_sec: 5 }
         );
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), true, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), true, Privacy::Public, T, &x),
             Unpaid::Quote
+        );
+        // A private capsule's unpaid request is told nothing of it: the
+        // answer of an agent never paid for.
+        assert_eq!(
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Private,
+                T,
+                &x
+            ),
+            on_unpaid(
+                &X402Book::default(),
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T,
+                &x
+            ),
         );
         // Credited: the same credit for 15 minutes, unless renewing.
         let inv = book.find_mut(&inv_id).unwrap();
@@ -622,15 +673,43 @@ mod tests {
         };
         let body = credit(inv, &mut Entitlement::default(), id.as_str(), &c, T).unwrap();
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T + 899_999, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T + 899_999,
+                &x
+            ),
             Unpaid::Repeat(body)
         );
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T + 900_000, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Private,
+                T + 1,
+                &x
+            ),
             Unpaid::Quote
         );
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), true, T, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T + 900_000,
+                &x
+            ),
+            Unpaid::Quote
+        );
+        assert_eq!(
+            on_unpaid(&book, Tier::Pro, id.as_str(), true, Privacy::Public, T, &x),
             Unpaid::Quote
         );
         // A declined settlement does not hold the plan up.
@@ -640,7 +719,7 @@ mod tests {
         on_payment(inv, &p, id.as_str(), T).unwrap();
         after_settle(inv, Some(&refused()), &unused());
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), false, Privacy::Public, T, &x),
             Unpaid::Quote
         );
     }

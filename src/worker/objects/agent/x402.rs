@@ -32,7 +32,7 @@ use crate::core::upgrade::x402::settle::{
     self as decide, after_settle, on_alarm, on_payment, on_unpaid, tx_to_check, Alarm as Next,
     Facts, Outcome, Paid, Unpaid,
 };
-use crate::core::upgrade::x402::unbound::{self, Answer, Ask, Said, Unbound};
+use crate::core::upgrade::x402::unbound::{self, Answer, Ask, Privacy, Said, Unbound};
 use crate::core::upgrade::x402::wire::{
     payment_response, read_payment, Payment, Version, PAYMENT_REQUIRED_HEADER,
 };
@@ -59,6 +59,8 @@ struct Ctx<'a> {
     x: &'a X402Config,
     agent: &'a AgentId,
     call: &'a X402Call,
+    /// Whether answers may speak of the agent's payments.
+    privacy: Privacy,
 }
 
 fn reply(answer: &facilitator::Answer) -> Reply<'_> {
@@ -145,16 +147,17 @@ impl AgentDO {
                 Some(read_payment(version, text, &up)?)
             }
         };
+        let _guard = self.lock.acquire().await;
+        let storage = self.state.storage();
+        let state: AgentState = load(&storage, STATE_KEY).await?.unwrap_or_default();
         let ctx = Ctx {
             up: &up,
             x: &x,
             agent: &agent,
             call: &call,
+            privacy: Privacy::of(state.published.as_ref().map(|p| &p.capsule)),
         };
-        let _guard = self.lock.acquire().await;
-        let mut book: X402Book = load(&self.state.storage(), X402_KEY)
-            .await?
-            .unwrap_or_default();
+        let mut book: X402Book = load(&storage, X402_KEY).await?.unwrap_or_default();
         book.prune(call.now_ms);
         match payment {
             None => {
@@ -179,7 +182,7 @@ impl AgentDO {
     ) -> Result<Response, Failure> {
         let now = ctx.call.now_ms;
         let plan = ctx.call.plan;
-        let new = match on_unpaid(book, plan, ctx.agent.as_str(), renew, now, ctx.x) {
+        let new = match on_unpaid(book, plan, ctx.agent.as_str(), renew, ctx.privacy, now, ctx.x) {
             Unpaid::Repeat(claimed) => return paid(&claimed, None, true),
             Unpaid::InFlight { retry_after_sec } => {
                 return Err(Refusal::new(
@@ -339,7 +342,7 @@ impl AgentDO {
         u: &Unbound,
     ) -> Result<Checked, Failure> {
         let mut said = Said::default();
-        let asked = unbound::ask(u);
+        let asked = unbound::ask(u, ctx.privacy);
         if asked == Ask::Verify {
             let id = match u {
                 Unbound::Claimed(id) | Unbound::Open(id) => id,
@@ -364,7 +367,10 @@ impl AgentDO {
             }
             said.verify = Some(verify);
         }
-        let answer = unbound::answer(u, &said);
+        if asked == Ask::Chain {
+            said.used = rpc::authorization_state(&ctx.up.rpc_url, &p.id).await;
+        }
+        let answer = unbound::answer(u, ctx.privacy, &said);
         log::event(
             "x402_unbound",
             &[
