@@ -243,6 +243,13 @@ fn the_worker_import_graph_has_no_cycle_and_keeps_its_layers() {
         ("objects::agent", "do_wire"),
         ("objects::agent::writes", "storage"),
         ("objects::agent::mirror", "kv"),
+        // The x402 purchase, one file per concern in its own folder.
+        ("objects::agent::x402::settlement", "do_wire"),
+        ("objects::agent::x402::settlement", "rpc"),
+        (
+            "objects::agent::x402::offer",
+            "objects::agent::x402::credit",
+        ),
         ("objects::ip_quota", "do_wire"),
         ("handlers::history", "handlers"),
         // The MCP door runs its tools through the routes' own read and

@@ -33,8 +33,8 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startWorker } from "./harness.mjs";
-import { newAgent } from "./helpers.mjs";
+import { BASE, startWorker } from "./harness.mjs";
+import { exampleCapsule, headPath, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
 import {
   DAY,
   PLUS_PRICE,
@@ -849,4 +849,278 @@ test("a malformed payment header (not base64, not JSON, wrong scheme, wrong netw
   // The control: the unmodified header pays.
   const ok = await resend(url, good, a);
   await assertCredited(ok, { agent: a, plan: "pro", payer, inv, payment: good });
+});
+
+// ---------------------------------------------------------------------------
+// Which payment is answered from the store: only the identical authorization
+// (its six signed fields and its signature; the envelope around it does not
+// matter) of the same plan. Anything else is verified and refused on its own.
+
+/** `payment`'s authorization and signature in the other version's envelope (v2 → v1, v1 → v2 for `inv`). */
+function reenveloped(payment, inv) {
+  const { authorization, signature } = payment.payload.payload;
+  if (payment.payload.x402Version === 2) {
+    const payload = { x402Version: 1, scheme: "exact", network: "base", payload: { signature, authorization } };
+    return { name: "X-PAYMENT", value: encodeHeader(payload), payload };
+  }
+  const payload = { x402Version: 2, payload: { authorization, signature }, resource: inv.v2.resource, accepted: inv.accept };
+  return { name: "PAYMENT-SIGNATURE", value: encodeHeader(payload), payload };
+}
+
+/** `payment` with its signature replaced by 65 bytes that sign nothing. */
+function forged(payment) {
+  const payload = structuredClone(payment.payload);
+  payload.payload.signature = `0x${"5a".repeat(64)}1b`;
+  return { name: payment.name, value: encodeHeader(payload), payload };
+}
+
+test("the identical authorization again answers the same 200, in either envelope (v2 re-sent, v1, v2 with another resource and timeout); /settle stays at one", async () => {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  const { claim, settled } = await assertCredited(r, { agent: a, plan: "pro", payer, inv });
+
+  const v1 = reenveloped(r.payment, inv);
+  const v2 = structuredClone(r.payment.payload);
+  v2.resource = { ...v2.resource, description: "another description" };
+  v2.accepted = { ...v2.accepted, maxTimeoutSeconds: v2.accepted.maxTimeoutSeconds - 60 };
+  const rewrapped = { name: "PAYMENT-SIGNATURE", value: encodeHeader(v2), payload: v2 };
+  for (const [what, header, responseHeader] of [
+    ["the v2 header again", r.payment, "payment-response"],
+    ["the same authorization as v1", v1, "x-payment-response"],
+    ["the same authorization in another v2 envelope", rewrapped, "payment-response"],
+  ]) {
+    const again = await resend(url, header, a);
+    assert.equal(again.status, 200, `${what}: ${again.body}`);
+    assert.deepEqual(again.json, claim, what);
+    const s = decodeHeader(again.headers[responseHeader]);
+    assert.equal(s.transaction.toLowerCase(), settled.transaction.toLowerCase(), what);
+  }
+  assert.equal(settlesFor(r.payment).length, 1);
+  assert.equal((await transfersFrom(stack.rpcUrl, stack.usdc, payer.address)).length, 1);
+});
+
+/**
+ * An agent credited with Pro by a fresh payer through @x402/fetch, with its
+ * Plus invoice open: {a, payer, inv, r (the payment), claim, nonce, plus, url, plusUrl}.
+ */
+async function creditedWithPlusOpen() {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  const { claim } = await assertCredited(r, { agent: a, plan: "pro", payer, inv });
+  const plus = await openInvoice(a, "plus");
+  return { a, payer, inv, r, claim, nonce: authOf(r.payment).nonce, plus, url, plusUrl: urlFor(w, a.agentId, "plus") };
+}
+
+/** Each of `cases` ([what, url, payment]) is 409 payment_already_claimed, never settled; then head.json and the chain are as `c` left them. */
+async function assertAllClaimed(c, cases) {
+  for (const [what, url, payment] of cases) {
+    const answer = await resend(url, payment, c.a);
+    assert.notEqual(answer.status, 200, `${what}: answered ${answer.body}`);
+    assertRefusal(answer, 409, "payment_already_claimed");
+    assert.equal(answer.headers["payment-response"], undefined, what);
+    assert.equal(answer.headers["x-payment-response"], undefined, what);
+    assert.equal(settlesFor(payment).length, 1, `${what} reached /settle again`);
+  }
+  const h = await head(w, c.a.agentId);
+  assert.equal(h.tier, "pro", JSON.stringify(h));
+  assert.equal(h.paid_until, c.claim.paid_until);
+  assert.equal((await transfersFrom(stack.rpcUrl, stack.usdc, c.payer.address)).length, 1);
+  // Plus's invoice was never bound: still offered.
+  assert.equal((await openInvoice(c.a, "plus")).invoiceId, c.plus.invoiceId);
+}
+
+test("the credited payer and nonce re-signed for Plus (its invoice's value, another value, v1): 409 payment_already_claimed, never the Pro credit; head.json unchanged, one transfer", async () => {
+  const c = await creditedWithPlusOpen();
+  const resigned = await signPayment({ privateKey: c.payer.key, paymentRequired: c.plus.v2, authorization: { nonce: c.nonce } });
+  const offValue = await signPayment({
+    privateKey: c.payer.key,
+    paymentRequired: c.plus.v2,
+    accept: { ...c.plus.accept, amount: String(c.plus.amount + 17n) },
+    authorization: { nonce: c.nonce },
+  });
+  await assertAllClaimed(c, [
+    ["re-signed for Plus's invoice", c.plusUrl, resigned],
+    ["re-signed for Plus at a value of no invoice", c.plusUrl, offValue],
+    ["re-signed for Plus, v1", c.plusUrl, reenveloped(resigned, c.plus)],
+    ["the Pro authorization itself sent for Plus", c.plusUrl, c.r.payment],
+  ]);
+});
+
+test("the credited payer and nonce with a signature that does not verify (for Plus, or Pro's own fields): 409 payment_already_claimed, never the Pro credit; head.json unchanged", async () => {
+  const c = await creditedWithPlusOpen();
+  const resigned = await signPayment({ privateKey: c.payer.key, paymentRequired: c.plus.v2, authorization: { nonce: c.nonce } });
+  await assertAllClaimed(c, [
+    ["re-signed for Plus, forged", c.plusUrl, forged(resigned)],
+    ["Pro's authorization with a forged signature", c.url, forged(c.r.payment)],
+    ["Pro's authorization with a forged signature, v1", c.url, reenveloped(forged(c.r.payment), c.inv)],
+  ]);
+});
+
+test("a fresh nonce with a forged signature for an open invoice: 402 x402_payment_invalid; nothing bound, nothing moved", async () => {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const bad = forged(await signPayment({ privateKey: payer.key, paymentRequired: inv.v2 }));
+  const r = await resend(url, bad, a);
+  assertRefusal(r, 402, "x402_payment_invalid");
+  assert.equal(offered(r, { agentId: a.agentId, plan: "pro" }, { v1Body: false }).invoiceId, inv.invoiceId);
+  assert.equal(settlesFor(bad).length, 0);
+  await assertNothingMoved(payer, bad);
+  await assertFree(w, a.agentId);
+});
+
+// ---------------------------------------------------------------------------
+// A private capsule: the door tells a stranger nothing of the agent's
+// payments (docs/PROTOCOL.md §10, §12).
+
+/** The agent's next write makes its capsule private (no reader but the owner). */
+async function makePrivate(agent, seq = 2) {
+  const r = await publish(w, agent, seq, exampleCapsule(agent.agentId, { access_control: { public: false, authorized_readers: [] } }), { ip: nextIp() });
+  assert.equal(r.status, 200, r.text);
+  assert.equal((await w.fetch(headPath(agent.agentId))).status, 404, "the capsule is not private");
+}
+
+/** head.json as the owner reads it (a signed read). */
+async function ownHead(agent) {
+  const url = BASE + headPath(agent.agentId);
+  const r = await w.fetch(headPath(agent.agentId), { headers: signedReadHeaders(agent, "GET", url) });
+  assert.equal(r.status, 200, r.text);
+  return r.json;
+}
+
+/** What a 402's shape is, without the invoice's own values: status, code, header names, body and PAYMENT-REQUIRED members. */
+function shapeOf(r) {
+  const names = Object.keys(r.headers).filter((n) => !["date", "content-length"].includes(n)).sort();
+  const keys = (o) => Object.keys(o ?? {}).sort();
+  const required = decodeHeader(r.headers["payment-required"]);
+  return {
+    status: r.status,
+    error: r.json?.error,
+    detail: r.json?.detail,
+    names,
+    body: keys(r.json),
+    accepts: r.json?.accepts?.map(keys),
+    required: keys(required),
+    requiredError: required.error,
+    requiredAccepts: required.accepts.map(keys),
+  };
+}
+
+test("a private capsule: an unpaid request after a credit is the 402 offer a never-paid agent gets, not the receipt; the same payment header still answers its 200", async () => {
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  const { claim } = await assertCredited(r, { agent: a, plan: "pro", payer, inv });
+  await makePrivate(a);
+
+  const never = { ...newAgent(), ip: nextIp() };
+  await publish(w, never, 1, exampleCapsule(never.agentId, { access_control: { public: false, authorized_readers: [] } }), { ip: nextIp() });
+  const unpaid = await send(w, pathFor(a.agentId, "pro"), { ip: a.ip });
+  assertRefusal(unpaid, 402, "x402_payment_required");
+  assert.equal(unpaid.json.repeat, undefined, unpaid.body);
+  assert.ok(!unpaid.body.includes(claim.tx_hash) && !unpaid.body.includes(claim.invoice_id), unpaid.body);
+  const fresh = offered(unpaid, { agentId: a.agentId, plan: "pro" });
+  assert.notEqual(fresh.invoiceId, claim.invoice_id, "the paid invoice was offered");
+  const stranger = await send(w, pathFor(never.agentId, "pro"), { ip: never.ip });
+  assert.deepEqual(shapeOf(unpaid), shapeOf(stranger));
+
+  const again = await resend(url, r.payment, a);
+  assert.equal(again.status, 200, again.body);
+  assert.deepEqual(again.json, claim);
+  const h = await ownHead(a);
+  assert.equal(h.tier, "pro");
+  assert.equal(h.paid_until, claim.paid_until);
+  assert.equal((await transfersFrom(stack.rpcUrl, stack.usdc, payer.address)).length, 1);
+});
+
+test("a private capsule: a payment of a paid invoice's amount is 402 x402_invoice_mismatch as for an amount of no invoice, forged or not; a public capsule keeps 409 invoice_already_paid", async () => {
+  const a = await freshAgent();
+  const b = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const prober = await fundedPayer(stack);
+  const invA = await openInvoice(a, "pro");
+  const invB = await openInvoice(b, "pro");
+  await assertCredited(await pay(payWithX402Fetch, urlFor(w, a.agentId, "pro"), a, { privateKey: payer.key }), { agent: a, plan: "pro", payer, inv: invA });
+  await makePrivate(a);
+  const url = urlFor(w, a.agentId, "pro");
+  const next = await openInvoice(a, "pro", "&renew=1");
+  const sign = (amount) =>
+    signPayment({ privateKey: prober.key, paymentRequired: next.v2, accept: { ...next.accept, amount: String(amount) } });
+
+  const probes = [
+    ["the paid invoice's amount", await sign(invA.amount)],
+    ["the paid invoice's amount, forged", forged(await sign(invA.amount))],
+    ["an amount of no invoice", await sign(invA.amount + 4321n)],
+    ["an amount of no invoice, forged", forged(await sign(invA.amount + 4321n))],
+  ];
+  const shapes = [];
+  for (const [what, payment] of probes) {
+    const r = await resend(url, payment, a);
+    assertRefusal(r, 402, "x402_invoice_mismatch");
+    assert.equal(offered(r, { agentId: a.agentId, plan: "pro" }, { v1Body: false }).invoiceId, next.invoiceId, what);
+    shapes.push([what, shapeOf(r)]);
+    assert.equal(settlesFor(payment).length, 0, what);
+  }
+  for (const [what, shape] of shapes) assert.deepEqual(shape, shapes[2][1], `${what} answered unlike an amount of no invoice`);
+  await assertNothingMoved(prober, ...probes.map(([, p]) => p));
+
+  // A public capsule keeps its 409.
+  const payerB = await fundedPayer(stack);
+  const rB = await pay(payWithX402Fetch, urlFor(w, b.agentId, "pro"), b, { privateKey: payerB.key });
+  await assertCredited(rB, { agent: b, plan: "pro", payer: payerB, inv: invB });
+  const nextB = await openInvoice(b, "pro", "&renew=1");
+  const probeB = await signPayment({
+    privateKey: prober.key,
+    paymentRequired: nextB.v2,
+    accept: { ...nextB.accept, amount: String(invB.amount) },
+  });
+  assertRefusal(await resend(urlFor(w, b.agentId, "pro"), probeB, b), 409, "invoice_already_paid");
+  await assertNothingMoved(prober, probeB);
+});
+
+test("a private capsule: while a settlement is in flight an unpaid request is the 402 offer (public: 503 x402_settlement_pending) and another authorization of the settling amount is 402 x402_invoice_mismatch (public: 409 x402_settlement_in_progress)", async () => {
+  const pub = await freshAgent();
+  const priv = await freshAgent();
+  await makePrivate(priv);
+  const never = { ...newAgent(), ip: nextIp() };
+  await publish(w, never, 1, exampleCapsule(never.agentId, { access_control: { public: false, authorized_readers: [] } }), { ip: nextIp() });
+  const payer = await fundedPayer(stack);
+  const prober = await fundedPayer(stack);
+  const inv = { pub: await openInvoice(pub, "pro"), priv: await openInvoice(priv, "pro") };
+  // The facilitator claims a transaction the chain never shows: the settlement stays in flight.
+  await f.setMode("fake_success");
+  const paid = {};
+  for (const [k, agent] of [["pub", pub], ["priv", priv]]) {
+    paid[k] = await pay(payWithX402Fetch, urlFor(w, agent.agentId, "pro"), agent, { privateKey: payer.key });
+    assertRefusal(paid[k], 503, "x402_settlement_pending");
+  }
+  await f.setMode("normal");
+  const second = (k) =>
+    signPayment({ privateKey: prober.key, paymentRequired: inv[k].v2 });
+
+  assertRefusal(await send(w, pathFor(pub.agentId, "pro"), { ip: pub.ip }), 503, "x402_settlement_pending");
+  assertRefusal(await resend(urlFor(w, pub.agentId, "pro"), await second("pub"), pub), 409, "x402_settlement_in_progress");
+
+  const unpaid = await send(w, pathFor(priv.agentId, "pro"), { ip: priv.ip });
+  assertRefusal(unpaid, 402, "x402_payment_required");
+  const fresh = offered(unpaid, { agentId: priv.agentId, plan: "pro" });
+  assert.notEqual(fresh.invoiceId, inv.priv.invoiceId, "the settling invoice was offered");
+  assert.deepEqual(shapeOf(unpaid), shapeOf(await send(w, pathFor(never.agentId, "pro"), { ip: never.ip })));
+  const probe = await second("priv");
+  const mismatch = await resend(urlFor(w, priv.agentId, "pro"), probe, priv);
+  assertRefusal(mismatch, 402, "x402_invoice_mismatch");
+  assert.equal(offered(mismatch, { agentId: priv.agentId, plan: "pro" }, { v1Body: false }).invoiceId, fresh.invoiceId);
+  // The payer's own header is still answered from the store.
+  assertRefusal(await resend(urlFor(w, priv.agentId, "pro"), paid.priv.payment, priv), 503, "x402_settlement_pending");
+  await assertNothingMoved(prober, probe);
+  await assertNothingMoved(payer, paid.pub.payment, paid.priv.payment);
 });

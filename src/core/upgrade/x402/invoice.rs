@@ -5,11 +5,13 @@
 //! authorization pays.
 
 use super::config::X402Config;
-use super::wire::{Offer, Payment, PaymentId};
+use super::unbound::{Unbound, NO_OPEN_INVOICE};
+use super::wire::{Fingerprint, Offer, Payment, PaymentId};
 use crate::core::limits::Tier;
 use crate::core::reason::ReasonCode as R;
 use crate::core::reason::Refusal;
 use crate::core::upgrade::config::UpgradeConfig;
+use crate::core::upgrade::evm::Address;
 use crate::core::upgrade::invoice::{
     Entitlement, Invoice, KEEP_AFTER_EXPIRY_MS, MAX_KEPT_PER_AGENT,
 };
@@ -32,6 +34,10 @@ pub const SETTLE_MARGIN_SECONDS: u64 = 6;
 pub struct Settling {
     /// The payment (its payer and nonce within).
     pub id: PaymentId,
+    /// The authorization exactly: only it is answered from the store.
+    /// `None` in bindings stored before it was kept ([`X402Invoice::answers`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
     /// The authorization's `validBefore`, Unix seconds: after it (and a
     /// margin) an unused authorization can never execute.
     pub valid_before: u64,
@@ -60,6 +66,9 @@ pub enum Stage {
     Paid {
         /// The payment that credited it.
         by: PaymentId,
+        /// Its authorization exactly (`None`: credited before it was kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fingerprint: Option<Fingerprint>,
     },
 }
 
@@ -167,6 +176,61 @@ impl X402Invoice {
         Some(want)
     }
 
+    /// The authorization bound to it (settling or paid): its payer and nonce,
+    /// and its fingerprint when it was kept.
+    fn bound(&self) -> Option<(&PaymentId, Option<&Fingerprint>)> {
+        match &self.stage {
+            Stage::Settling(s) => Some((&s.id, s.fingerprint.as_ref())),
+            Stage::Paid { by, fingerprint } => Some((by, fingerprint.as_ref())),
+            Stage::Open => None,
+        }
+    }
+
+    /// Whether this invoice is bound to `p`'s payer and nonce (`None`: it
+    /// is not), and if so whether to `p` itself, for `plan`: the only
+    /// payment answered from the store.
+    pub fn answers(&self, plan: Tier, p: &Payment) -> Option<bool> {
+        let (id, fingerprint) = self.bound()?;
+        if *id != p.id {
+            return None;
+        }
+        let same = match fingerprint {
+            Some(f) => *f == p.fingerprint(),
+            None => self.legacy_match(p),
+        };
+        Some(same && self.invoice.plan == plan)
+    }
+
+    /// For a binding stored before fingerprints were kept, which names only
+    /// the payer and nonce (settling: and `validBefore`): `p` is taken for
+    /// the bound authorization when it agrees with everything stored, the
+    /// invoice's amount and treasury included. What it could still differ
+    /// in, `validAfter` and the signature, is known only to whoever saw the
+    /// authorization: the payer, or a reader of the chain or mempool, where
+    /// its settlement put it whole. Any of them could send it unchanged and
+    /// be answered anyway, so refusing the rest protects nothing, and would
+    /// refuse the payer's own resend. No such binding is made any more;
+    /// they go with their invoices.
+    fn legacy_match(&self, p: &Payment) -> bool {
+        let a = &p.authorization;
+        let window = match &self.stage {
+            Stage::Settling(s) => s.valid_before == a.valid_before,
+            _ => true,
+        };
+        window
+            && a.value == self.invoice.amount_atomic
+            && Address::parse(&self.invoice.to_address).as_ref() == Some(&a.to)
+    }
+
+    /// This invoice's terms at `p`'s value: the requirements `/verify`
+    /// judges `p` against when it is not this invoice's payment (its
+    /// signature, funds and window, not its amount).
+    pub fn at_value_of(&self, p: &Payment) -> X402Invoice {
+        let mut inv = self.clone();
+        inv.invoice.amount_atomic = p.authorization.value;
+        inv
+    }
+
     /// Whether `p`, of this invoice's amount, may be bound to it at
     /// `now_ms`: it pays the treasury, is valid now with time to settle,
     /// and dies before the invoice does. `Err` says which rule failed.
@@ -229,11 +293,20 @@ impl X402Invoice {
         let Stage::Settling(s) = &self.stage else {
             return None;
         };
-        let by = s.id.clone();
+        let (by, fingerprint) = (s.id.clone(), s.fingerprint.clone());
         let body = credit(paid, &mut self.invoice, agent_id, tx_hash, c, now_ms);
-        self.stage = Stage::Paid { by };
+        self.stage = Stage::Paid { by, fingerprint };
         Some(body)
     }
+}
+
+/// What a payment is to an agent's x402 invoices ([`X402Book::find`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// The invoice bound to this very authorization, for this plan.
+    Bound(String),
+    /// Anything else, checked before it is answered.
+    Unbound(Unbound),
 }
 
 /// One agent's x402 invoices, oldest first.
@@ -260,63 +333,66 @@ impl X402Book {
             .find(|i| i.invoice.invoice_id == invoice_id)
     }
 
-    /// The invoice `p` is for, among this agent's for `plan`: the one it is
-    /// already bound to (settling or paid: a repeat, answered whatever the
-    /// time), else the one of its amount (an open one when it admits `p`).
-    /// `x402_invoice_mismatch` when none: nothing is settled, and the
-    /// Worker answers as [`on_unpaid`](super::settle::on_unpaid) would
-    /// (a 402 with this code and an invoice to pay; but the recent credit,
-    /// or a 503 while one is in flight, lest a new invoice be paid twice).
-    pub fn invoice_for(
-        &mut self,
-        plan: Tier,
-        p: &Payment,
-        cfg: &UpgradeConfig,
-        now_ms: u64,
-    ) -> Result<&mut X402Invoice, Refusal> {
-        let bound_to = |i: &X402Invoice| match &i.stage {
-            Stage::Settling(s) => s.id == p.id,
-            Stage::Paid { by } => *by == p.id,
-            Stage::Open => false,
-        };
+    /// The invoice with this id.
+    pub fn get(&self, invoice_id: &str) -> Option<&X402Invoice> {
+        self.items
+            .iter()
+            .find(|i| i.invoice.invoice_id == invoice_id)
+    }
+
+    /// What `p` is to this agent's invoices for `plan`: the invoice bound to
+    /// this very authorization for this plan (answered from the store,
+    /// whatever the time), else what the payment must be checked as
+    /// ([`super::unbound`]): its payer and nonce bound here to something
+    /// else; an open invoice of its amount that admits it; only invoices of
+    /// its amount bound to other authorizations; or none (why: an open
+    /// invoice of its amount that does not admit it says which rule).
+    pub fn find(&self, plan: Tier, p: &Payment, cfg: &UpgradeConfig, now_ms: u64) -> Found {
+        let id = |i: &X402Invoice| i.invoice.invoice_id.clone();
+        let mut claimed = None;
+        for i in &self.items {
+            match i.answers(plan, p) {
+                Some(true) => return Found::Bound(id(i)),
+                Some(false) => claimed = claimed.or(Some(i)),
+                None => {}
+            }
+        }
+        if let Some(i) = claimed {
+            return Found::Unbound(Unbound::Claimed(id(i)));
+        }
         let of_amount = |i: &X402Invoice| {
             i.invoice.plan == plan && i.invoice.amount_atomic == p.authorization.value
         };
-        let pick = if let Some(i) = self.items.iter().position(bound_to) {
-            i
-        } else {
-            let mut why = None;
-            let open = self.items.iter().position(|i| {
-                of_amount(i)
-                    && i.stage == Stage::Open
-                    && match i.admits(p, cfg, now_ms) {
-                        Ok(()) => true,
-                        Err(w) => {
-                            why.get_or_insert(w);
-                            false
-                        }
+        let mut why = None;
+        let open = self.items.iter().find(|i| {
+            of_amount(i)
+                && i.stage == Stage::Open
+                && match i.admits(p, cfg, now_ms) {
+                    Ok(()) => true,
+                    Err(w) => {
+                        why.get_or_insert(w);
+                        false
                     }
-            });
-            // An invoice of this amount bound to another payment: the
-            // settle decision says which 409.
-            let taken = || {
-                self.items
-                    .iter()
-                    .rposition(|i| of_amount(i) && i.stage != Stage::Open)
-            };
-            match open.or_else(|| why.is_none().then(taken).flatten()) {
-                Some(i) => i,
-                None => {
-                    return Err(Refusal::new(
-                        R::X402InvoiceMismatch,
-                        why.unwrap_or_else(|| {
-                            "the authorization's value is the amount of no invoice of this agent and plan".into()
-                        }),
-                    ))
                 }
-            }
-        };
-        Ok(&mut self.items[pick])
+        });
+        if let Some(i) = open {
+            return Found::Unbound(Unbound::Open(id(i)));
+        }
+        let taken = self
+            .items
+            .iter()
+            .rev()
+            .find(|i| of_amount(i) && i.stage != Stage::Open);
+        Found::Unbound(match (why, taken) {
+            (None, Some(i)) => Unbound::Taken {
+                invoice_id: id(i),
+                settling: matches!(i.stage, Stage::Settling(_)),
+            },
+            (why, _) => Unbound::Unmatched(Refusal::new(
+                R::X402InvoiceMismatch,
+                why.unwrap_or_else(|| NO_OPEN_INVOICE.into()),
+            )),
+        })
     }
 
     /// Drops what is no longer needed: invoices kept long enough after
@@ -414,6 +490,18 @@ pub(crate) mod tests {
         assert_eq!(want.not_after_sec, SIGNED_AT + 900);
     }
 
+    /// The invoice `find` names, or why none.
+    fn found(book: &X402Book, plan: Tier, p: &Payment, now_ms: u64) -> Result<Found, (R, String)> {
+        match book.find(plan, p, &test_config(), now_ms) {
+            Found::Unbound(Unbound::Unmatched(r)) => Err((r.code, r.detail.unwrap_or_default())),
+            f => Ok(f),
+        }
+    }
+
+    fn open_id(id: &str) -> Result<Found, (R, String)> {
+        Ok(Found::Unbound(Unbound::Open(id.to_owned())))
+    }
+
     #[test]
     fn a_payment_matches_only_the_invoice_whose_amount_it_signed() {
         let cfg = test_config();
@@ -422,17 +510,14 @@ pub(crate) mod tests {
         let mut book = X402Book::default();
         book.add(open_invoice(60));
         let id = book.items()[0].invoice().invoice_id.clone();
-        assert_eq!(
-            book.invoice_for(Tier::Pro, &p, &cfg, now)
-                .unwrap()
-                .invoice()
-                .invoice_id,
-            id
-        );
+        assert_eq!(found(&book, Tier::Pro, &p, now), open_id(&id));
         // The same header on another plan, or for another agent's book
         // (whose invoices have other amounts): no invoice.
-        let e = book.invoice_for(Tier::Plus, &p, &cfg, now).unwrap_err();
-        assert_eq!(e.code, R::X402InvoiceMismatch);
+        let (code, why) = found(&book, Tier::Plus, &p, now).unwrap_err();
+        assert_eq!(
+            (code, why.as_str()),
+            (R::X402InvoiceMismatch, NO_OPEN_INVOICE)
+        );
         let mut other = X402Book::default();
         let req = QuoteRequest {
             agent_id: AgentId::parse(&"ab".repeat(32)).unwrap(),
@@ -447,52 +532,201 @@ pub(crate) mod tests {
             [9; 8],
         ));
         assert_eq!(
-            other
-                .invoice_for(Tier::Pro, &p, &cfg, now)
-                .unwrap_err()
-                .code,
+            found(&other, Tier::Pro, &p, now).unwrap_err().0,
             R::X402InvoiceMismatch
         );
     }
 
     #[test]
     fn the_time_window_and_recipient_rules() {
-        let cfg = test_config();
         let mut book = X402Book::default();
         book.add(open_invoice(60));
-        let code = |book: &mut X402Book, p: &Payment, now_s: u64| {
-            book.invoice_for(Tier::Pro, p, &cfg, now_s * 1000)
-                .err()
-                .map(|r| (r.code, r.detail.unwrap_or_default()))
+        let code = |book: &X402Book, p: &Payment, now_s: u64| {
+            found(book, Tier::Pro, p, now_s * 1000).err()
         };
         let p = payment();
-        assert_eq!(code(&mut book, &p, SIGNED_AT), None);
+        assert_eq!(code(&book, &p, SIGNED_AT), None);
         // validBefore = SIGNED_AT + 300: 6 s of margin needed.
-        assert_eq!(code(&mut book, &p, SIGNED_AT + 293), None);
-        assert!(code(&mut book, &p, SIGNED_AT + 294)
+        assert_eq!(code(&book, &p, SIGNED_AT + 293), None);
+        assert!(code(&book, &p, SIGNED_AT + 294)
             .unwrap()
             .1
             .contains("validBefore"));
         let mut later = p.clone();
         later.authorization.valid_after = SIGNED_AT + 1;
-        assert!(code(&mut book, &later, SIGNED_AT)
+        assert!(code(&book, &later, SIGNED_AT)
             .unwrap()
             .1
             .contains("validAfter"));
         // An authorization outliving the invoice (quoted 14 min before).
         let mut late = X402Book::default();
         late.add(open_invoice(14 * 60));
-        let (c, why) = code(&mut late, &p, SIGNED_AT).unwrap();
+        let (c, why) = code(&late, &p, SIGNED_AT).unwrap();
         assert_eq!(c, R::X402InvoiceMismatch);
         assert!(why.contains("expiry"), "{why}");
         let mut elsewhere = p.clone();
         elsewhere.authorization.to =
-            crate::core::upgrade::evm::Address::parse("0x90f79bf6eb2c4f870365e785982e1f101e93b906")
-                .unwrap();
-        assert!(code(&mut book, &elsewhere, SIGNED_AT)
+            Address::parse("0x90f79bf6eb2c4f870365e785982e1f101e93b906").unwrap();
+        assert!(code(&book, &elsewhere, SIGNED_AT)
             .unwrap()
             .1
             .contains("authorization.to"));
+    }
+
+    /// `p` bound to a Pro invoice of its amount, settling; with its
+    /// fingerprint, or (`legacy`) as bindings were stored before it was kept.
+    pub(crate) fn settling_with(p: &Payment, legacy: bool) -> X402Invoice {
+        let mut inv = open_invoice(60);
+        inv.bind(Settling {
+            id: p.id.clone(),
+            fingerprint: (!legacy).then(|| p.fingerprint()),
+            valid_before: p.authorization.valid_before,
+            started_at_ms: SIGNED_AT * 1000,
+            tx_hash: None,
+            declined: false,
+        });
+        inv
+    }
+
+    /// `inv`, settling, now paid (as the credit leaves it).
+    fn paid(mut inv: X402Invoice) -> X402Invoice {
+        let Stage::Settling(s) = inv.stage.clone() else {
+            panic!("not settling")
+        };
+        inv.stage = Stage::Paid {
+            by: s.id,
+            fingerprint: s.fingerprint,
+        };
+        inv
+    }
+
+    /// `p` signed again by its payer over the same nonce: `change` applied.
+    fn resigned(p: &Payment, change: impl Fn(&mut Payment)) -> Payment {
+        let mut q = p.clone();
+        change(&mut q);
+        assert_eq!(q.id, p.id, "the same payer and nonce");
+        q
+    }
+
+    #[test]
+    fn only_the_identical_authorization_of_the_plan_is_bound() {
+        let p = payment();
+        let now = (SIGNED_AT + 10) * 1000;
+        for stage in ["settling", "paid"] {
+            let inv = match stage {
+                "settling" => settling_with(&p, false),
+                _ => paid(settling_with(&p, false)),
+            };
+            let id = inv.invoice().invoice_id.clone();
+            let mut book = X402Book::default();
+            book.add(inv);
+            let bound = Ok(Found::Bound(id.clone()));
+            let claimed = Ok(Found::Unbound(Unbound::Claimed(id.clone())));
+            assert_eq!(found(&book, Tier::Pro, &p, now), bound, "{stage}");
+            // Another envelope (v1) around the same authorization: the same.
+            let v1 = resigned(&p, |q| {
+                q.version = super::super::wire::Version::V1;
+                q.accepted_max_timeout = None;
+            });
+            assert_eq!(found(&book, Tier::Pro, &v1, now), bound, "{stage}");
+            // Whatever the time: the store answers.
+            assert_eq!(
+                found(&book, Tier::Pro, &p, now + 86_400_000),
+                bound,
+                "{stage}"
+            );
+            // The same authorization for another plan, or the same payer
+            // and nonce over another value, window or recipient, or with
+            // another signature: not that payment.
+            assert_eq!(found(&book, Tier::Plus, &p, now), claimed, "{stage}");
+            for q in [
+                resigned(&p, |q| q.authorization.value = 15_000_017),
+                resigned(&p, |q| q.authorization.valid_before += 1),
+                resigned(&p, |q| q.authorization.valid_after = 1),
+                resigned(&p, |q| q.signature = format!("0x{}1b", "5a".repeat(64))),
+            ] {
+                assert_eq!(found(&book, Tier::Pro, &q, now), claimed, "{stage} {q:?}");
+                assert_eq!(found(&book, Tier::Plus, &q, now), claimed, "{stage} {q:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bindings_stored_without_a_fingerprint_match_on_what_they_stored() {
+        let p = payment();
+        let now = (SIGNED_AT + 10) * 1000;
+        // As stored before fingerprints: no `fingerprint` member.
+        let text = serde_json::to_string(&settling_with(&p, true)).unwrap();
+        assert!(!text.contains("fingerprint"), "{text}");
+        let legacy: X402Invoice = serde_json::from_str(&text).unwrap();
+        for inv in [legacy.clone(), paid(legacy)] {
+            let id = inv.invoice().invoice_id.clone();
+            let settling = matches!(inv.stage(), Stage::Settling(_));
+            let mut book = X402Book::default();
+            book.add(inv);
+            let bound = Ok(Found::Bound(id.clone()));
+            let claimed = Ok(Found::Unbound(Unbound::Claimed(id.clone())));
+            // The resend, also in another envelope, and what differs only
+            // where nothing was stored (validAfter, the signature): bound.
+            assert_eq!(found(&book, Tier::Pro, &p, now), bound);
+            for q in [
+                resigned(&p, |q| q.version = super::super::wire::Version::V1),
+                resigned(&p, |q| q.authorization.valid_after = 1),
+                resigned(&p, |q| q.signature = format!("0x{}1b", "5a".repeat(64))),
+            ] {
+                assert_eq!(found(&book, Tier::Pro, &q, now), bound);
+            }
+            // Another plan, value or recipient (settling: also another
+            // validBefore): not that payment.
+            assert_eq!(found(&book, Tier::Plus, &p, now), claimed);
+            let elsewhere = Address::parse("0x90f79bf6eb2c4f870365e785982e1f101e93b906").unwrap();
+            for q in [
+                resigned(&p, |q| q.authorization.value = 15_000_017),
+                resigned(&p, |q| q.authorization.to = elsewhere.clone()),
+            ] {
+                assert_eq!(found(&book, Tier::Pro, &q, now), claimed);
+            }
+            let window = resigned(&p, |q| q.authorization.valid_before += 1);
+            let want = if settling { &claimed } else { &bound };
+            assert_eq!(&found(&book, Tier::Pro, &window, now), want);
+        }
+    }
+
+    #[test]
+    fn an_amount_bound_to_another_authorization_is_taken() {
+        let p = payment();
+        let now = (SIGNED_AT + 10) * 1000;
+        let other = resigned(&p, |_| {});
+        let mut other = other;
+        other.id.nonce =
+            super::super::wire::Nonce::parse(&format!("0x{}", "cd".repeat(32))).unwrap();
+        other.authorization.nonce = other.id.nonce.clone();
+        let inv = settling_with(&p, false);
+        let id = inv.invoice().invoice_id.clone();
+        let mut book = X402Book::default();
+        book.add(inv.clone());
+        assert_eq!(
+            found(&book, Tier::Pro, &other, now),
+            Ok(Found::Unbound(Unbound::Taken {
+                invoice_id: id.clone(),
+                settling: true
+            }))
+        );
+        let mut book = X402Book::default();
+        book.add(paid(inv));
+        assert_eq!(
+            found(&book, Tier::Pro, &other, now),
+            Ok(Found::Unbound(Unbound::Taken {
+                invoice_id: id,
+                settling: false
+            }))
+        );
+        // Its terms at another value, for /verify.
+        let odd = resigned(&other, |q| q.authorization.value = 42);
+        assert_eq!(
+            book.items()[0].at_value_of(&odd).invoice().amount_atomic,
+            42
+        );
     }
 
     #[test]
@@ -501,6 +735,7 @@ pub(crate) mod tests {
         let mut settling = open_invoice(0);
         settling.bind(Settling {
             id: payment().id,
+            fingerprint: Some(payment().fingerprint()),
             valid_before: SIGNED_AT + 300,
             started_at_ms: SIGNED_AT * 1000,
             tx_hash: None,
@@ -525,6 +760,7 @@ pub(crate) mod tests {
         let mut inv = open_invoice(0);
         inv.bind(Settling {
             id: payment().id,
+            fingerprint: Some(payment().fingerprint()),
             valid_before: 1,
             started_at_ms: 2,
             tx_hash: None,
@@ -532,6 +768,21 @@ pub(crate) mod tests {
         });
         let text = serde_json::to_string(&inv).unwrap();
         assert!(text.contains(r#""stage":{"stage":"settling","id":"x402:8453:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913:0x70997970c51812dc3a010c7d01b50e0d17dc79c8:0x1f26"#), "{text}");
+        assert!(text.contains(r#""fingerprint":"sha256:"#), "{text}");
         assert_eq!(serde_json::from_str::<X402Invoice>(&text).unwrap(), inv);
+        // A paid stage stored before fingerprints were kept still reads.
+        let id = payment().id.key();
+        let legacy = text.replace(
+            &text[text.find(r#""stage":{"#).unwrap()..],
+            &format!(r#""stage":{{"stage":"paid","by":"{id}"}}}}"#),
+        );
+        let read: X402Invoice = serde_json::from_str(&legacy).unwrap();
+        assert_eq!(
+            read.stage(),
+            &Stage::Paid {
+                by: payment().id,
+                fingerprint: None
+            }
+        );
     }
 }

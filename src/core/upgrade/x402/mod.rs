@@ -20,6 +20,7 @@
 //! | the facilitator's `/settle` and `/verify`            | [`facilitator`]  |
 //! | the Bearer JWT of Coinbase CDP's facilitator         | [`cdp`]          |
 //! | the agent's x402 invoices and what a payment matches | [`invoice`]      |
+//! | a payment that is not a bound authorization          | [`unbound`]      |
 //! | `authorizationState`, `AuthorizationUsed`, receipts  | [`chain`]        |
 //! | a paid request, its settlement and the alarm         | [`settle`]       |
 
@@ -30,4 +31,5 @@ pub mod config;
 pub mod facilitator;
 pub mod invoice;
 pub mod settle;
+pub mod unbound;
 pub mod wire;

@@ -20,6 +20,7 @@ use super::chain::Onchain;
 use super::config::X402Config;
 use super::facilitator::Settle;
 use super::invoice::{Settling, Stage, X402Book, X402Invoice};
+use super::unbound::Privacy;
 use super::wire::Payment;
 use crate::core::limits::Tier;
 use crate::core::reason::ReasonCode as R;
@@ -57,12 +58,17 @@ pub enum Unpaid<'a> {
 
 /// Decides an unpaid request for `plan`. `renew`: the caller asked for
 /// another purchase (`renew=1`), so neither a recent credit nor a
-/// settlement in flight stands in for it.
+/// settlement in flight stands in for it. A private capsule's unpaid
+/// request gets neither either: anyone may send one, and both would tell
+/// that the agent exists and paid (§12). It gets the offer an agent never
+/// paid for gets; a client that lost its 200 resends its payment header,
+/// which is answered from the store.
 pub fn on_unpaid<'a>(
     book: &'a X402Book,
     plan: Tier,
     agent_id: &str,
     renew: bool,
+    privacy: Privacy,
     now_ms: u64,
     x: &X402Config,
 ) -> Unpaid<'a> {
@@ -71,7 +77,7 @@ pub fn on_unpaid<'a>(
             .iter()
             .filter(move |i| i.invoice().plan == plan)
     };
-    if !renew {
+    if !renew && privacy == Privacy::Public {
         let window = x.invoice_ttl_seconds * 1000;
         let recent = of_plan()
             .filter_map(|i| Some((i, i.invoice().paid.as_ref()?)))
@@ -93,8 +99,9 @@ pub fn on_unpaid<'a>(
     }
 }
 
-/// What to do with a payment for an invoice ([`X402Book::invoice_for`]),
-/// once its payment key is bound to that invoice.
+/// What to do with a payment for its invoice: the one bound to this very
+/// authorization ([`Found::Bound`](super::invoice::Found::Bound)), or the
+/// open one it was just verified and globally bound for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Paid {
     /// Credited with this very payment: 200, the same body (the same
@@ -111,7 +118,8 @@ pub enum Paid {
 }
 
 /// Decides a paid request against its invoice, binding the payment to it
-/// when it is open.
+/// when it is open. Another authorization of a bound invoice is refused
+/// here too, though [`X402Book::find`] never sends one.
 pub fn on_payment(
     inv: &mut X402Invoice,
     p: &Payment,
@@ -119,7 +127,7 @@ pub fn on_payment(
     now_ms: u64,
 ) -> Result<Paid, Refusal> {
     match inv.stage() {
-        Stage::Paid { by } if *by == p.id => {
+        Stage::Paid { by, .. } if *by == p.id => {
             match &inv.invoice().paid {
                 Some(paid) => Ok(Paid::Repeat(Claimed::of(inv.invoice(), agent_id, paid))),
                 // Unreachable: the stage and `paid` are set together.
@@ -146,6 +154,7 @@ pub fn on_payment(
         Stage::Open => {
             inv.bind(Settling {
                 id: p.id.clone(),
+                fingerprint: Some(p.fingerprint()),
                 valid_before: p.authorization.valid_before,
                 started_at_ms: now_ms,
                 tx_hash: None,
@@ -334,6 +343,8 @@ mod tests {
     use crate::core::json::Json;
     use crate::core::upgrade::x402::config::test_x402_config;
     use crate::core::upgrade::x402::invoice::tests::{agent, open_invoice, payment, SIGNED_AT};
+    use crate::core::upgrade::x402::invoice::Found;
+    use crate::core::upgrade::x402::unbound::Unbound;
 
     const T: u64 = SIGNED_AT * 1000 + 10_000;
 
@@ -578,24 +589,47 @@ mod tests {
         let id = agent();
         let mut book = X402Book::default();
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), false, Privacy::Public, T, &x),
             Unpaid::Quote
         );
         book.add(open_invoice(60));
-        let offered =
-            |book: &X402Book, now| match on_unpaid(book, Tier::Pro, id.as_str(), false, now, &x) {
-                Unpaid::Offer(i) => Some(i.invoice().invoice_id.clone()),
-                _ => None,
-            };
+        let offered = |book: &X402Book, now| match on_unpaid(
+            book,
+            Tier::Pro,
+            id.as_str(),
+            false,
+            Privacy::Public,
+            now,
+            &x,
+        ) {
+            Unpaid::Offer(i) => Some(i.invoice().invoice_id.clone()),
+            _ => None,
+        };
         assert!(offered(&book, T).is_some());
         assert_eq!(
-            on_unpaid(&book, Tier::Plus, id.as_str(), false, T, &x),
+            on_unpaid(
+                &book,
+                Tier::Plus,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T,
+                &x
+            ),
             Unpaid::Quote
         );
         // Under 5 minutes left: a new one.
         let expires = book.items()[0].invoice().expires_at_ms;
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, expires - 299_999, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                expires - 299_999,
+                &x
+            ),
             Unpaid::Quote
         );
         // Settling: wait, unless renewing.
@@ -604,12 +638,34 @@ mod tests {
         let inv = book.find_mut(&inv_id).unwrap();
         on_payment(inv, &p, id.as_str(), T).unwrap();
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), false, Privacy::Public, T, &x),
             Unpaid::InFlight { retry_after_sec: 5 }
         );
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), true, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), true, Privacy::Public, T, &x),
             Unpaid::Quote
+        );
+        // A private capsule's unpaid request is told nothing of it: the
+        // answer of an agent never paid for.
+        assert_eq!(
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Private,
+                T,
+                &x
+            ),
+            on_unpaid(
+                &X402Book::default(),
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T,
+                &x
+            ),
         );
         // Credited: the same credit for 15 minutes, unless renewing.
         let inv = book.find_mut(&inv_id).unwrap();
@@ -618,15 +674,43 @@ mod tests {
         };
         let body = credit(inv, &mut Entitlement::default(), id.as_str(), &c, T).unwrap();
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T + 899_999, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T + 899_999,
+                &x
+            ),
             Unpaid::Repeat(body)
         );
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T + 900_000, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Private,
+                T + 1,
+                &x
+            ),
             Unpaid::Quote
         );
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), true, T, &x),
+            on_unpaid(
+                &book,
+                Tier::Pro,
+                id.as_str(),
+                false,
+                Privacy::Public,
+                T + 900_000,
+                &x
+            ),
+            Unpaid::Quote
+        );
+        assert_eq!(
+            on_unpaid(&book, Tier::Pro, id.as_str(), true, Privacy::Public, T, &x),
             Unpaid::Quote
         );
         // A declined settlement does not hold the plan up.
@@ -636,7 +720,7 @@ mod tests {
         on_payment(inv, &p, id.as_str(), T).unwrap();
         after_settle(inv, Some(&refused()), &unused());
         assert_eq!(
-            on_unpaid(&book, Tier::Pro, id.as_str(), false, T, &x),
+            on_unpaid(&book, Tier::Pro, id.as_str(), false, Privacy::Public, T, &x),
             Unpaid::Quote
         );
     }
@@ -654,7 +738,10 @@ mod tests {
         let (p, id) = (payment(), agent());
         let mut book = X402Book::default();
         book.add(open_invoice(60));
-        let inv = book.invoice_for(Tier::Pro, &p, &cfg, T).unwrap();
+        let Found::Unbound(Unbound::Open(inv_id)) = book.find(Tier::Pro, &p, &cfg, T) else {
+            panic!("no open invoice")
+        };
+        let inv = book.find_mut(&inv_id).unwrap();
         assert_eq!(on_payment(inv, &p, id.as_str(), T), Ok(Paid::Settle));
         // The facilitator (the library's) says success with its hash...
         let answers: serde_json::Value = serde_json::from_str(include_str!(

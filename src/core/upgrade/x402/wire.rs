@@ -209,6 +209,38 @@ pub struct Payment {
     pub document: Json,
 }
 
+/// One authorization exactly: `sha256:` + hex of SHA-256 over its six
+/// signed fields and its signature, each in the one spelling
+/// [`read_payment`] reads it to (addresses, nonce and signature lowercase,
+/// numbers decimal). The envelope around it (v1 or v2, `accepted`,
+/// `resource`) is not in it: an authorization resent in another envelope
+/// is the same payment, while the same payer and nonce signed again over
+/// anything else, or with another signature, is not.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Fingerprint(String);
+
+impl Payment {
+    /// This payment's authorization, exactly (see [`Fingerprint`]).
+    pub fn fingerprint(&self) -> Fingerprint {
+        use sha2::{Digest, Sha256};
+        let a = &self.authorization;
+        // Every part has a fixed alphabet without a newline: the text
+        // reads back to one list of parts.
+        let text = [
+            a.from.as_str(),
+            a.to.as_str(),
+            &a.value.to_string(),
+            &a.valid_after.to_string(),
+            &a.valid_before.to_string(),
+            a.nonce.as_str(),
+            &self.signature,
+        ]
+        .join("\n");
+        Fingerprint(format!("sha256:{}", hex::encode(Sha256::digest(text))))
+    }
+}
+
 fn bad(detail: impl Into<String>) -> Refusal {
     Refusal::new(R::BadX402Payment, detail)
 }
@@ -772,6 +804,63 @@ pub(crate) mod tests {
             p.signature,
             case(8453)["v2"]["payment_payload"]["payload"]["signature"]
         );
+    }
+
+    #[test]
+    fn a_fingerprint_is_the_authorization_not_its_envelope() {
+        let c = case(8453);
+        let cfg = test_config();
+        let v2 = read_payment(
+            Version::V2,
+            c["v2"]["payment_signature_header"].as_str().unwrap(),
+            &cfg,
+        )
+        .unwrap();
+        let f = v2.fingerprint();
+        assert!(f.0.starts_with("sha256:") && f.0.len() == 7 + 64, "{f:?}");
+        // The same authorization and signature in a v1 envelope, and in a
+        // v2 one naming another resource and timeout: the same.
+        let doc = &c["v2"]["payment_payload"];
+        let v1 = json!({"x402Version": 1, "scheme": "exact", "network": "base", "payload": doc["payload"]});
+        let v1 = read_payment(Version::V1, &reencode(&v1), &cfg).unwrap();
+        assert_eq!(v1.fingerprint(), f);
+        let rewrapped = altered(|d| {
+            d["resource"]["url"] = json!("https://elsewhere.example/x");
+            d["accepted"]["maxTimeoutSeconds"] = json!(60);
+        })
+        .unwrap();
+        assert_eq!(rewrapped.fingerprint(), f);
+        // An upper-case signature reads to the same one.
+        let upper = altered(|d| {
+            let s = d["payload"]["signature"]
+                .as_str()
+                .unwrap()
+                .to_ascii_uppercase();
+            d["payload"]["signature"] = json!(s.replacen("0X", "0x", 1));
+        })
+        .unwrap();
+        assert_eq!(upper.fingerprint(), f);
+        // Any signed field, or the signature, changed: another one.
+        let auth = |k: &'static str, v: Value| {
+            move |d: &mut Value| d["payload"]["authorization"][k] = v.clone()
+        };
+        let changes: Vec<Change> = vec![
+            Box::new(auth("value", json!("5004218"))),
+            Box::new(auth("validAfter", json!("1"))),
+            Box::new(auth("validBefore", json!("1770681899"))),
+            Box::new(auth("nonce", json!(format!("0x{}", "ab".repeat(32))))),
+            Box::new(auth(
+                "to",
+                json!("0x90f79bf6eb2c4f870365e785982e1f101e93b906"),
+            )),
+            Box::new(|d: &mut Value| {
+                d["payload"]["signature"] = json!(format!("0x{}1b", "5a".repeat(64)))
+            }),
+        ];
+        for change in changes {
+            let p = altered(change).unwrap();
+            assert_ne!(p.fingerprint(), f, "{:?}", p.authorization);
+        }
     }
 
     #[test]
