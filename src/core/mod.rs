@@ -30,6 +30,7 @@
 //! | key rotation and recovery: the key log, its rules and verifier | [`key_log`] |
 //! | the ddv1 world feed as served; the stack map | [`world`] |
 //! | projected watch feeds: selection, cursor, latest | [`projection`] |
+//! | the operator's view: meta.json, admin access, totals | [`operator`] |
 //!
 //! The unit tests build their capsules with `testing` (compiled for them
 //! only): the spec's example, or the minimal capsule, and one member set.
@@ -49,6 +50,7 @@ pub mod limits;
 pub mod mcp;
 pub mod mirror;
 pub mod model;
+pub mod operator;
 pub mod projection;
 pub mod quota;
 pub mod read_auth;

@@ -22,6 +22,19 @@ pub enum Class {
     Server,
 }
 
+impl Class {
+    /// The wire name (`"fix_payload"`, `"back_off"`, …), as serialised.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Class::FixPayload => "fix_payload",
+            Class::BackOff => "back_off",
+            Class::Signature => "signature",
+            Class::Request => "request",
+            Class::Server => "server",
+        }
+    }
+}
+
 macro_rules! reason_codes {
     ($( $variant:ident => $wire:literal, $status:literal, $class:ident, $action:literal; )*) => {
         /// A reason code. Ordering of the variants is the stable order in which

@@ -17,6 +17,7 @@ use crate::core::jcs;
 use crate::core::json::{self, Json, JsonError};
 use crate::core::key_log::{KeyState, KeysSummary};
 use crate::core::limits::{Tier, TierLimits, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
+use crate::core::operator::refusals::Refusals;
 use crate::core::quota::{Cooldown, Window};
 use crate::core::reason::{self, ReasonCode as R};
 use crate::core::record::{Record, RecordWrites, WritesView};
@@ -69,6 +70,17 @@ pub struct AgentState {
     /// whatever else re-arms the object's one alarm knows not to drop it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x402_due: Option<X402Due>,
+    /// When the first write was accepted (Unix ms; `None` for agents whose
+    /// first write predates this field, and before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_write_ms: Option<u64>,
+    /// Refused writes that authenticated as the agent (meta.json).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub refusals: Refusals,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// When the agent's object must next look at an x402 settlement.
@@ -178,6 +190,10 @@ pub struct Rejection {
     /// the cooldown: the seq and the signed digest (hex).
     #[serde(skip)]
     counts_toward_cooldown: Option<(u64, String)>,
+    /// The body authenticated as the agent (its current key signed it):
+    /// the refusal is counted in meta.json, where a stranger's is not.
+    #[serde(skip)]
+    by_the_agent: bool,
 }
 
 impl Rejection {
@@ -206,6 +222,7 @@ impl Rejection {
             observed_bytes: None,
             seq: None,
             counts_toward_cooldown: None,
+            by_the_agent: false,
         }
     }
     fn one(code: R, detail: impl Into<String>) -> Rejection {
@@ -218,6 +235,7 @@ impl Rejection {
     }
     fn authenticated(mut self, c: &Signed) -> Rejection {
         self.seq = Some(c.seq);
+        self.by_the_agent = true;
         if !self.reason_codes.contains(&R::ReplaySeq) {
             self.counts_toward_cooldown = Some((c.seq, hex::encode(c.digest)));
         }
@@ -242,6 +260,7 @@ impl Rejection {
         .wait_until(now_ms, reset_at_ms);
         r.seq = Some(c.seq);
         r.counts_toward_cooldown = Some((c.seq, hex::encode(c.digest)));
+        r.by_the_agent = true;
         r
     }
     /// A body the Worker could not read to its end (cut short before its
@@ -701,6 +720,9 @@ impl AgentState {
         self.writes.record(now_ms);
         self.cooldown.reset();
         self.total_writes += 1;
+        if self.published.is_none() {
+            self.first_write_ms = Some(now_ms);
+        }
         self.published = Some(Published {
             seq: c.seq,
             cursor: c.cursor.clone(),
@@ -793,13 +815,18 @@ impl AgentState {
         })
     }
 
-    /// Counts a rejection toward the cooldown when it should; returns whether
-    /// the state changed (so the caller knows to persist it).
+    /// Counts a rejection toward the cooldown when it should, and in the
+    /// agent's refusals when its body authenticated as the agent; returns
+    /// whether the state changed (so the caller knows to persist it).
     pub fn note_rejection(&mut self, r: &Rejection, now_ms: u64) -> bool {
-        match &r.counts_toward_cooldown {
+        if r.by_the_agent {
+            self.refusals.note(&r.reason_codes, now_ms);
+        }
+        let cooled = match &r.counts_toward_cooldown {
             Some((seq, digest)) => self.cooldown.note_reject(*seq, digest, now_ms),
             None => false,
-        }
+        };
+        cooled || r.by_the_agent
     }
 
     /// When an x402 settlement needs the object's alarm next, if one is in
