@@ -109,10 +109,11 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
         let mut hits: Vec<(&'static rules::Rule, Option<Encoding>)> = Vec::new();
         let mut check = |text: &str, via: Option<Encoding>| {
             let views = normalize::views(text);
-            // Injection found only inside the title of a cited work is the
-            // title, not a command (normalize::without_cited_titles).
-            let uncited: Option<Vec<&'static str>> = normalize::without_cited_titles(&views.raw)
-                .map(|rest| {
+            // Injection found only inside the title of a cited work, a quoted
+            // span named as an example, or a clause reporting what an attack
+            // does is a mention, not a command (normalize::without_mentions).
+            let uncited: Option<Vec<&'static str>> =
+                normalize::without_mentions(&views.raw).map(|rest| {
                     let mut names = Vec::new();
                     engine::for_each_hit(&normalize::views(&rest), |rule| names.push(rule.name));
                     names
