@@ -71,7 +71,7 @@ MIN_THIRD = {
     "injection/rehydrate_note": 15, "injection/policy_plain": 12, "injection/everyday": 20,
     "benign/runbook": 12, "benign/research_note": 8, "benign/support_note": 6,
     "benign/code_identifiers": 6, "benign/long_note": 5, "benign/decode_talk": 6,
-    "benign/cipher_data": 10,
+    "benign/cipher_data": 10, "injection/goal": 20, "injection/response": 8, "benign/owner_task": 10,
 }
 
 
