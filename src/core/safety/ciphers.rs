@@ -133,6 +133,14 @@ const MIN_MORSE: usize = 8;
 /// `−`, `–`, `_`) apart by spaces, words apart by `/`, `|` or two spaces.
 /// Other words are kept as they are, so the request around the code stays.
 pub(super) fn morse(text: &str) -> Option<String> {
+    // Most strings hold too few dots and dashes to spell eight letters.
+    let marks = text
+        .bytes()
+        .filter(|&b| matches!(b, b'.' | b'-' | b'_' | 0xC2 | 0xE2))
+        .count();
+    if marks < MIN_MORSE {
+        return None;
+    }
     let dot = |c: char| matches!(c, '.' | '·' | '•');
     let dash = |c: char| matches!(c, '-' | '−' | '–' | '_');
     let mut out = String::with_capacity(text.len() / 3);
@@ -215,6 +223,9 @@ const MIN_BRAILLE: usize = 6;
 /// The braille in `text` read as Grade 1 English (letters; after the number
 /// sign, a-j as digits), other characters kept.
 pub(super) fn braille(text: &str) -> Option<String> {
+    if text.is_ascii() {
+        return None;
+    }
     let cells = text
         .chars()
         .filter(|c| ('\u{2801}'..='\u{28FF}').contains(c))
@@ -261,6 +272,10 @@ const MIN_CODES: usize = 8;
 /// that is text (`decode::is_text`).
 pub(super) fn char_codes(text: &str) -> Vec<(Encoding, String)> {
     let mut out = Vec::new();
+    // Eight codes need at least sixteen digits.
+    if text.bytes().filter(u8::is_ascii_digit).count() < 2 * MIN_CODES {
+        return out;
+    }
     let tokens: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
         .filter(|t| !t.is_empty())
@@ -314,6 +329,9 @@ pub(super) fn char_codes(text: &str) -> Vec<(Encoding, String)> {
 /// characters base64 has not (otherwise they are base64's).
 pub(super) fn base85(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    if text.len() < 20 {
+        return out;
+    }
     let mut push = |bytes: Option<Vec<u8>>| {
         if let Some(s) = bytes.and_then(|b| String::from_utf8(b).ok()) {
             if is_text(&s) && !out.contains(&s) {

@@ -140,6 +140,9 @@ pub(super) fn without_mentions(raw: &str) -> Option<String> {
 /// names within three words before or after. A span introduced by a colon
 /// is a command's payload, not a mention, and stays.
 fn without_quoted_mentions(text: &str) -> Option<String> {
+    if !text.contains(['"', '\'', '\u{201C}']) {
+        return None;
+    }
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
@@ -218,6 +221,15 @@ fn without_quoted_mentions(text: &str) -> Option<String> {
 /// attacker could / might / would …" or "(it) tells / asks / instructs the
 /// model to …" to the end of the clause.
 fn without_reported_clauses(text: &str) -> Option<String> {
+    // Every opener holds "attacker" or " the model to" / " the agent to".
+    let mentions = |w: &str| {
+        text.as_bytes()
+            .windows(w.len())
+            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    if !(mentions("attacker") || mentions(" the model to") || mentions(" the agent to")) {
+        return None;
+    }
     const OPENERS: [&str; 10] = [
         "attacker could",
         "attacker can",

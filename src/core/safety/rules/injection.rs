@@ -932,8 +932,11 @@ pub(super) static RULES: &[Rule] = &[
                 "model",
                 "assistant",
                 "agent",
-                "ai",
-                "bot",
+                " ai",
+                "\nai",
+                "@ai",
+                " bot",
+                "@bot",
                 "instance",
                 "llm",
                 "reader",
@@ -1127,8 +1130,7 @@ pub(super) static RULES: &[Rule] = &[
             view: Lower,
             check: Check::Unnegated,
             keywords: &[
-                "limit", "list", "ban", "restriction", "strict", "approved", "rule", "writes",
-                "allowlist",
+                "limit", "list", "ban ", "bans", "restriction", "approved", "rule", "polic", "write",
             ],
             regex: concat!(
                 r"(?:\b(?:tool|domain|site|network|shell|command|secret|export)s?\s+(?:limits?|lists?|bans?|restrictions?|rules?|allow\s*list|allowlist|polic(?:y|ies)|writes?)",
@@ -1162,7 +1164,17 @@ pub(super) static RULES: &[Rule] = &[
         name: "policy_tamper",
         matcher: keyed(
             Lower,
-            &["any", "every", "need", "treat", "follow", "strict"],
+            &[
+                "you may",
+                "you can",
+                "you are",
+                "allow every",
+                "use every",
+                "no need",
+                "treat ",
+                "follow the instructions",
+                "strict mode",
+            ],
             concat!(
                 r"\b(?:you\s+may|you\s+can|you\s+are\s+(?:cleared|allowed|free)\s+to)\s+(?:now\s+)?(?:use|fetch|call|visit|run|access|open)\s+(?:from\s+)?(?:any|every|whatever|all)\s+(?:site|domain|tool|url|command|host)s?",
                 r"|\b(?:allow|use)\s+every\s+(?:tool|site|domain)",
@@ -1197,7 +1209,7 @@ pub(super) static RULES: &[Rule] = &[
             &[
                 "send", "mail", "text", "forward", "share", "transfer", "wire", "pay", "move",
                 "withdraw", "upload", "give", "deposit", "overmaak", "overweis", "berweise",
-                "env", "manda", "schick",
+                "envia", "envía", "manda", "schick",
             ],
             concat!(
                 // what is sent (value, or data about a person or an
@@ -1231,8 +1243,9 @@ pub(super) static RULES: &[Rule] = &[
         matcher: keyed(
             Lower,
             &[
-                "change", "update", "forwarding", "admin", "owner", "unlock", "open", "camera",
-                "alarm", "delete", "trash", "gift", "lock code", "fingerprint", "public",
+                "recipient", "payee", "beneficiary", "iban", "forwarding", "recovery", "password",
+                "passcode", "pin ", "lock code", "admin", "owner", "unlock", "turn off",
+                "switch off", "camera", "alarm", "trash", "gift", "public",
             ],
             concat!(
                 r"\b(?:change|update|switch|set)\s+(?:the\s+)?(?:\w+\s+){0,3}(?:recipient|payee|beneficiary|iban|forwarding\s+address|recovery\s+(?:e-?mail|phone))\b[^\n]{0,60}\bto\b",
@@ -1302,7 +1315,10 @@ pub(super) static RULES: &[Rule] = &[
         name: "request_in_data",
         matcher: keyed(
             Lower,
-            &["please", "kindly", "must", "should", "need to", "have to"],
+            &[
+                "{", "[", "\":", "':", "returned", "output of", "tool result", "tool output", "http",
+                "->",
+            ],
             concat!(
                 r"(?:[{\[]\s*['\x22]|['\x22]\s*:\s*['\x22]|\breturned\b|\boutput\s+of\b|\btool\s+(?:result|output)\b|\bhttp\s+\d{3}\b|->)",
                 r"[^\n]*?(?:\bplease|\bkindly|\byou\s+(?:must|should|need\s+to|have\s+to))\s+(?:\w+\s+)?",
