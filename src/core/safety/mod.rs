@@ -113,7 +113,7 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
             // span named as an example, or a clause reporting what an attack
             // does is a mention, not a command (normalize::without_mentions).
             let uncited: Option<Vec<&'static str>> =
-                normalize::without_mentions(&views.raw).map(|rest| {
+                normalize::without_mentions(&views.raw, &views.lower).map(|rest| {
                     let mut names = Vec::new();
                     engine::for_each_hit(&normalize::views(&rest), |rule| names.push(rule.name));
                     names

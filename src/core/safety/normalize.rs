@@ -126,12 +126,20 @@ const MENTION_NOUNS: [&str; 16] = [
 /// clause that reports what an attack does ("an attacker could ask the
 /// agent to …", "when it tells the model to …"). Like cited titles, only
 /// injection rules are asked again on the result (`super::scan`).
-pub(super) fn without_mentions(raw: &str) -> Option<String> {
+pub(super) fn without_mentions(raw: &str, lower: &str) -> Option<String> {
+    // Quotes are what most strings lack; every reporting opener holds
+    // "attacker" or "the model / agent to" (`lower` is `raw` lower-cased).
+    let reports = lower.contains("attacker")
+        || lower.contains(" the model to")
+        || lower.contains(" the agent to");
+    if !reports && !raw.contains(['"', '\'', '\u{201C}']) {
+        return None;
+    }
     let cited = without_cited_titles(raw);
     let text = cited.as_deref().unwrap_or(raw);
     let quoted = without_quoted_mentions(text);
     let text = quoted.as_deref().unwrap_or(text);
-    let reported = without_reported_clauses(text);
+    let reported = reports.then(|| without_reported_clauses(text)).flatten();
     reported.or(quoted).or(cited)
 }
 
@@ -221,15 +229,6 @@ fn without_quoted_mentions(text: &str) -> Option<String> {
 /// attacker could / might / would …" or "(it) tells / asks / instructs the
 /// model to …" to the end of the clause.
 fn without_reported_clauses(text: &str) -> Option<String> {
-    // Every opener holds "attacker" or " the model to" / " the agent to".
-    let mentions = |w: &str| {
-        text.as_bytes()
-            .windows(w.len())
-            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
-    };
-    if !(mentions("attacker") || mentions(" the model to") || mentions(" the agent to")) {
-        return None;
-    }
     const OPENERS: [&str; 10] = [
         "attacker could",
         "attacker can",

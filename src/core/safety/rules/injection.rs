@@ -1283,7 +1283,17 @@ pub(super) static RULES: &[Rule] = &[
         name: "answer_tampering",
         matcher: keyed(
             Lower,
-            &["answer", "repl", "respon", "summary", "tell the user"],
+            &[
+                "answer",
+                "repl",
+                "respon",
+                "the summary",
+                "your summary",
+                "each summary",
+                "every summary",
+                "next summary",
+                "tell the user",
+            ],
             concat!(
                 r"(?:\bwhen\s+you\s+(?:answer|reply|respond)|\bin\s+(?:your|the|each|every)\s+(?:next\s+)?(?:answer|reply|response|summary)|\bevery\s+(?:reply|response|answer)|\beach\s+(?:reply|response|answer)",
                 r"|\byour\s+(?:next\s+)?(?:answer|reply|response)|\bwhatever\s+the\s+question|\banswer\s+every\s+question|\breply\s+only|\bwrite\s+your\s+answer|\btell\s+the\s+user)",
