@@ -968,18 +968,15 @@ pub(super) static RULES: &[Rule] = &[
                 // agent or whoever loads the capsule next ("Reloaded model:",
                 // "Whoever picks this capsule up next:", "@assistant").
                 r"|",
-                // after a greeting, with ':' or ','
-                r"\b(?:hey|hi|hello|dear|attention)\s+(?:the\s+|any\s+|my\s+)?",
+                // after a greeting, opening a sentence or a line, or after
+                // "note for": the reader, then ':' (',' too without an
+                // article: "The model, when retrained, …" is a subject)
+                r"(?:\b(?:hey|hi|hello|dear|attention)\s+|(?:^|[\n.!?;\x22'(\[])\s*|\b(?:note|message|memo)\s+for\s+|\bto\s+|\bfor\s+)@?",
+                r"(?:(?:the|any|my)\s+",
                 reader_noun!(),
-                r"\b[^:,\n]{0,40}?[:,]",
-                // opening a sentence or after "note for", with ':'
-                r"|(?:^|[\n.!?;\x22'(\[]|\b(?:note|message|memo)\s+for|\bto|\bfor)\s*@?(?:the\s+|any\s+|my\s+)?",
+                r"\b[^:\n]{0,40}?:|",
                 reader_noun!(),
-                r"\b[^:\n]{0,40}?:",
-                // opening the string or a line, with ',' and no article
-                r"|(?:^|\n)\s*@?",
-                reader_noun!(),
-                r"\s*,|@(?:ai|assistant|agent|bot|model|llm)\b",
+                r"\b[^:,\n]{0,40}?[:,])|@(?:ai|assistant|agent|bot|model|llm)\b",
                 r"|(?:^|[\n.!?;]\s*)whoever\b[^:,\n]{0,50}[:,]",
                 r"|\bif\s+you(?:'re|\s+are)\s+(?:the|an?)\s+(?:ai|model|assistant|agent|llm|language\s+model)\b",
                 r"|\b(?:on|after|at)\s+your\s+next\s+(?:boot|start|load|run|session|wake)",
