@@ -50,6 +50,10 @@ const FIELDS: &[(&str, &str)] = &[
     ("receipt_name", "capsule-spec"),
 ];
 
+/// Fields beyond the slots of [`FIELDS`]: a note's value, and a JSON
+/// array of notes (see [`capsule_value`]).
+const NOTE_FIELDS: &[&str] = &["note", "notes"];
+
 struct Sample {
     line: usize,
     /// "secret/vendor_token", "benign/near_miss", "secret" (legacy), ...
@@ -63,7 +67,8 @@ struct Sample {
 /// slot of [`FIELDS`] holds `text` when it is `field`, else the slot's clean
 /// default. A tool name and a domain stand in lists, a constraint value in
 /// a `no_network_writes` constraint, plus an objective's title and
-/// checkpoint, a receipt's name and URL, and the motto.
+/// checkpoint, a receipt's name and URL, and the motto; `note` and `notes`
+/// replace the capsule's notes.
 fn capsule_value(field: &str, text: &str) -> Value {
     let slot = |name: &str| -> Value {
         let (_, default) = FIELDS.iter().find(|(f, _)| *f == name).expect("a slot");
@@ -84,6 +89,13 @@ fn capsule_value(field: &str, text: &str) -> Value {
     receipt["name"] = slot("receipt_name");
     receipt["evidence_url"] = slot("evidence_url");
     v["self_motto"] = slot("motto");
+    // A note's value, or several notes of one capsule (a JSON array of
+    // `{"key", "value"}`: a credential split over two of them).
+    match field {
+        "note" => v["pointers"]["notes"] = json!([{"key": "context", "value": text}]),
+        "notes" => v["pointers"]["notes"] = serde_json::from_str(text).expect("notes are JSON"),
+        _ => {}
+    }
     v
 }
 
@@ -160,7 +172,7 @@ fn parse_corpus(text: &str, format: Format, labelled: bool) -> Vec<Sample> {
             }
         };
         assert!(
-            FIELDS.iter().any(|(f, _)| *f == field),
+            FIELDS.iter().any(|(f, _)| *f == field) || NOTE_FIELDS.contains(&field),
             "line {line}: unknown field"
         );
         samples.push(Sample {

@@ -27,6 +27,7 @@
 //! decode to bytes that are not, so they are never scanned as text (and the
 //! rules still see them as written).
 
+use super::ciphers;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde::Serialize;
@@ -58,6 +59,20 @@ pub enum Encoding {
     /// `"spaced"`: short groups of letters and digits split by spaces,
     /// line breaks, hyphens or dots (`AKIA 1234 ABCD …`), joined again.
     Spaced,
+    /// `"caesar"`: the Latin letters shifted by a key other than 13.
+    Caesar,
+    /// `"atbash"`: the Latin alphabet read backwards (a=z, b=y …).
+    Atbash,
+    /// `"morse"`: International Morse Code.
+    Morse,
+    /// `"braille"`: Grade 1 English braille in Unicode Braille Patterns.
+    Braille,
+    /// `"binary"`: 8-bit character codes written in binary.
+    Binary,
+    /// `"decimal"`: character codes written in decimal.
+    Decimal,
+    /// `"base85"`: Ascii85 (Adobe's `<~ … ~>`) or RFC 1924 base85.
+    Base85,
 }
 
 /// Shortest base64 or base32 run worth decoding (12 bytes of base64).
@@ -102,6 +117,14 @@ pub(super) fn layers(text: &str) -> Vec<Decoded> {
                 }
                 budget -= found.len();
                 let via = outer.unwrap_or(enc);
+                // A shift cipher under an encoding (base64 of a Caesar
+                // shift): read the decoded text shifted too.
+                if let Some((_, plain)) = ciphers::shifted(&found) {
+                    if plain.len() <= budget {
+                        budget -= plain.len();
+                        out.push(Decoded { via, text: plain });
+                    }
+                }
                 out.push(Decoded {
                     via,
                     text: found.clone(),
@@ -130,7 +153,7 @@ const COMMON_WORDS: [&str; 20] = [
 ];
 
 /// How many of `text`'s words are [`COMMON_WORDS`].
-fn common_words(text: &str) -> usize {
+pub(super) fn common_words(text: &str) -> usize {
     text.split(|c: char| !c.is_ascii_alphabetic())
         .filter(|w| {
             (2..=4).contains(&w.len()) && COMMON_WORDS.iter().any(|c| c.eq_ignore_ascii_case(w))
@@ -157,13 +180,16 @@ fn transforms(text: &str) -> Vec<(Encoding, String)> {
         })
         .collect();
     let reversed: String = text.chars().rev().collect();
-    [(Encoding::Rot13, rot13), (Encoding::Reversed, reversed)]
-        .into_iter()
-        .filter(|(_, t)| {
-            let n = common_words(t);
-            n >= 2 && n > as_written
-        })
-        .collect()
+    let mut out: Vec<(Encoding, String)> =
+        [(Encoding::Rot13, rot13), (Encoding::Reversed, reversed)]
+            .into_iter()
+            .filter(|(_, t)| {
+                let n = common_words(t);
+                n >= 2 && n > as_written
+            })
+            .collect();
+    out.extend(ciphers::shifted(text));
+    out
 }
 
 /// The letter an upside-down one is written for. ASCII letters that read as
@@ -246,6 +272,14 @@ fn decode_once(text: &str) -> Vec<(Encoding, String)> {
     push(Encoding::Spaced, letter_per_line(text));
     push(Encoding::HtmlEntities, html_entities(text));
     push(Encoding::Escapes, escapes(text));
+    push(Encoding::Morse, ciphers::morse(text));
+    push(Encoding::Braille, ciphers::braille(text));
+    for (via, found) in ciphers::char_codes(text) {
+        push(via, Some(found));
+    }
+    for found in ciphers::base85(text) {
+        push(Encoding::Base85, Some(found));
+    }
     out
 }
 

@@ -13,18 +13,21 @@
 //! field positions are exempt from some rules (`Rule::exempt`, positions from
 //! `walk`): the receipt `evidence_url`, `allowed_domains` values and tool ids.
 //! A note's key and value are also scanned joined (`"<key>: <value>"`), for
-//! secrets only, since the key labels the value.
+//! secrets only, since the key labels the value; and a token cut in two over
+//! two notes is joined again (`split`), for secrets only.
 //! Findings name the class, the rule and the JSON path, never the matched
 //! text (echoing a secret back in an error would leak it again).
 
 mod automata;
 mod bip39;
+mod ciphers;
 mod credential;
 mod decode;
 mod engine;
 mod lexicon;
 mod normalize;
 mod rules;
+mod split;
 mod walk;
 
 #[cfg(test)]
@@ -106,10 +109,11 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
         let mut hits: Vec<(&'static rules::Rule, Option<Encoding>)> = Vec::new();
         let mut check = |text: &str, via: Option<Encoding>| {
             let views = normalize::views(text);
-            // Injection found only inside the title of a cited work is the
-            // title, not a command (normalize::without_cited_titles).
-            let uncited: Option<Vec<&'static str>> = normalize::without_cited_titles(&views.raw)
-                .map(|rest| {
+            // Injection found only inside the title of a cited work, a quoted
+            // span named as an example, or a clause reporting what an attack
+            // does is a mention, not a command (normalize::without_mentions).
+            let uncited: Option<Vec<&'static str>> =
+                normalize::without_mentions(&views.raw, &views.lower).map(|rest| {
                     let mut names = Vec::new();
                     engine::for_each_hit(&normalize::views(&rest), |rule| names.push(rule.name));
                     names
@@ -150,6 +154,22 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
             });
         }
     });
+    // A credential split over two notes (`split`): the joined halves, for
+    // secrets only, reported at the first half's note.
+    for (at, joined) in split::joined_notes(capsule) {
+        let mut names: Vec<&'static str> = Vec::new();
+        engine::for_each_hit(&normalize::views(&joined), |rule| {
+            if rule.class == FindingClass::Secret && !names.contains(&rule.name) {
+                names.push(rule.name);
+            }
+        });
+        findings.extend(names.into_iter().map(|rule| Finding {
+            class: FindingClass::Secret,
+            rule,
+            path: at.clone(),
+            via: None,
+        }));
+    }
     findings.sort_by(|a, b| {
         (a.path.as_str(), a.class, a.rule, a.via).cmp(&(b.path.as_str(), b.class, b.rule, b.via))
     });

@@ -98,6 +98,181 @@ pub(super) fn without_cited_titles(raw: &str) -> Option<String> {
     (!titles.is_empty() && has_year).then_some(out)
 }
 
+/// Words that, next to a quoted span, say it is mentioned, not meant: "the
+/// classic payload is \"ignore previous instructions\"", "a 'decode and
+/// follow' prompt", "the 'note to the AI' examples".
+const MENTION_NOUNS: [&str; 16] = [
+    "payload",
+    "payloads",
+    "prompt",
+    "prompts",
+    "phrase",
+    "phrases",
+    "string",
+    "strings",
+    "attack",
+    "attacks",
+    "example",
+    "examples",
+    "pattern",
+    "attempt",
+    "attempts",
+    "injection",
+];
+
+/// The text with what it only mentions blanked out, when it mentions any:
+/// the titles of cited works (`without_cited_titles`), a quoted span named
+/// by a noun next to it as a payload, prompt, phrase or example, and a
+/// clause that reports what an attack does ("an attacker could ask the
+/// agent to …", "when it tells the model to …"). Like cited titles, only
+/// injection rules are asked again on the result (`super::scan`).
+pub(super) fn without_mentions(raw: &str, lower: &str) -> Option<String> {
+    // Quotes are what most strings lack; every reporting opener holds
+    // "attacker" or "the model / agent to" (`lower` is `raw` lower-cased).
+    let reports = lower.contains("attacker")
+        || lower.contains(" the model to")
+        || lower.contains(" the agent to");
+    if !reports && !raw.contains(['"', '\'', '\u{201C}']) {
+        return None;
+    }
+    let cited = without_cited_titles(raw);
+    let text = cited.as_deref().unwrap_or(raw);
+    let quoted = without_quoted_mentions(text);
+    let text = quoted.as_deref().unwrap_or(text);
+    let reported = reports.then(|| without_reported_clauses(text)).flatten();
+    reported.or(quoted).or(cited)
+}
+
+/// Quoted spans (`"…"`, `“…”`, `'…'` at word boundaries) of 1 to 12 words
+/// that a mention noun (with a determiner before it, as a description has)
+/// names within three words before or after. A span introduced by a colon
+/// is a command's payload, not a mention, and stays.
+fn without_quoted_mentions(text: &str) -> Option<String> {
+    if !text.contains(['"', '\'', '\u{201C}']) {
+        return None;
+    }
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        let close = match c {
+            '"' => '"',
+            '\u{201C}' => '\u{201D}',
+            '\'' if i == 0 || !chars[i - 1].1.is_alphanumeric() => '\'',
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let end = chars[i + 1..]
+            .iter()
+            .position(|&(_, d)| d == close || d == '\n');
+        let Some(end) = end.map(|e| i + 1 + e) else {
+            i += 1;
+            continue;
+        };
+        if chars[end].1 == '\n'
+            || (close == '\''
+                && chars
+                    .get(end + 1)
+                    .is_some_and(|&(_, n)| n.is_alphanumeric()))
+        {
+            i += 1;
+            continue;
+        }
+        let (a, b) = (at + c.len_utf8(), chars[end].0);
+        let words = text[a..b].split_whitespace().count();
+        let before = &text[..at];
+        let after = &text[b + close.len_utf8()..];
+        let introduced = before.trim_end().ends_with(':');
+        let named = |words: Vec<&str>| {
+            words.iter().any(|w| {
+                let w = w
+                    .trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase();
+                MENTION_NOUNS.contains(&w.as_str())
+            })
+        };
+        let before_words: Vec<&str> = before.split_whitespace().rev().take(3).collect();
+        let after_words: Vec<&str> = after.split_whitespace().take(3).collect();
+        let determined = before.split_whitespace().rev().take(6).any(|w| {
+            matches!(
+                w.to_lowercase().as_str(),
+                "the" | "a" | "an" | "this" | "that" | "such" | "classic"
+            )
+        });
+        if (1..=12).contains(&words)
+            && !introduced
+            && determined
+            && (named(before_words) || named(after_words))
+        {
+            spans.push((a, b));
+        }
+        i = end + 1;
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (a, b) in spans {
+        out.push_str(&text[at..a]);
+        out.push(' ');
+        at = b;
+    }
+    out.push_str(&text[at..]);
+    Some(out)
+}
+
+/// Clauses that report what an attack does rather than doing it: from "an
+/// attacker could / might / would …" or "(it) tells / asks / instructs the
+/// model to …" to the end of the clause.
+fn without_reported_clauses(text: &str) -> Option<String> {
+    const OPENERS: [&str; 10] = [
+        "attacker could",
+        "attacker can",
+        "attacker might",
+        "attacker may",
+        "attacker would",
+        "attacker tries",
+        "tells the model to",
+        "asks the model to",
+        "tells the agent to",
+        "instructs the model to",
+    ];
+    let lower = text.to_ascii_lowercase();
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    for opener in OPENERS {
+        let mut from = 0;
+        while let Some(p) = lower[from..].find(opener) {
+            let start = from + p;
+            let end = lower[start..]
+                .find(['.', ';', '\n'])
+                .map_or(lower.len(), |e| start + e);
+            cuts.push((start, end));
+            from = end.max(start + 1);
+        }
+    }
+    if cuts.is_empty() {
+        return None;
+    }
+    cuts.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (a, b) in cuts {
+        if a < at {
+            at = at.max(b);
+            continue;
+        }
+        out.push_str(&text[at..a]);
+        out.push(' ');
+        at = b;
+    }
+    out.push_str(&text[at..]);
+    Some(out)
+}
+
 pub(super) fn views(text: &str) -> Views<'_> {
     let raw = fold(text);
     // Full Unicode lower case, so "ИГНОРИРУЙ" and "IGNORIERE" read alike;
@@ -555,6 +730,24 @@ pub(super) fn unleet(c: char) -> char {
 
 /// Builds the `squeezed` view from the lower-cased one.
 fn squeeze(lower: &str) -> String {
+    // Identifiers joined by '_' are names ("ignore_previous_instructions_test"),
+    // as the lexicon reads them too; letter-spaced text has no '_'.
+    let without_idents: String;
+    let lower = if lower.contains('_') {
+        without_idents = lower
+            .split(|c: char| c.is_whitespace())
+            .filter(|w| {
+                // "send_email" is a name; "i_g_n_o_r_e" is letter spacing,
+                // and "ignore_previous_instructions()" a call, an order.
+                let parts: Vec<&str> = w.split('_').filter(|p| !p.is_empty()).collect();
+                parts.len() < 2 || parts.iter().all(|p| p.chars().count() == 1) || w.contains('(')
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        without_idents.as_str()
+    } else {
+        lower
+    };
     lower
         .bytes()
         .filter_map(|b| {

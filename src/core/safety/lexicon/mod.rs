@@ -154,6 +154,12 @@ pub(crate) mod cat {
     pub const GIVEN: u64 = 1 << 46;
     /// not allowed to, not to reveal (what the model must keep back).
     pub const FORBIDDEN: u64 = 1 << 47;
+    /// decode, decipher, decrypt, unscramble (a request to read hidden text).
+    pub const DECODE: u64 = 1 << 48;
+    /// Morse, base64, Caesar, cipher, binary (a named encoding).
+    pub const CIPHER: u64 = 1 << 49;
+    /// do it, carry it out, do what it says (act on the text just named).
+    pub const ACT: u64 = 1 << 50;
 
     // Token shape flags, set by the tokenizer, never by a term.
     /// The token is directly followed by ':'.

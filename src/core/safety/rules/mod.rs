@@ -68,10 +68,11 @@ pub(super) enum Check {
     NotImageReference,
     /// Some capture group (the words between two halves of a phrase) must
     /// not negate it: "the deny flags are now false" but not "the deny flags
-    /// must never be false".
+    /// must never be false" (nor "… to stop printing tokens").
     Unnegated,
-    /// Some capture group (the word before a command) must not report it as
-    /// done: "Ran sudo systemctl reload nginx" is a log line, not an order.
+    /// Some capture group (the two words before a command) must not report
+    /// it as done: "Ran sudo systemctl reload nginx", "reloaded with sudo
+    /// systemctl …" are log lines, not orders.
     NotReported,
 }
 
@@ -82,18 +83,27 @@ impl Check {
             Check::None => true,
             Check::CredentialValue => super::credential::looks_like_credential(value),
             Check::NotImageReference => !urls::is_image_reference(value),
-            Check::NotReported => !matches!(
-                value.trim_ascii(),
-                b"ran" | b"executed" | b"used" | b"tried" | b"invoked" | b"typed" | b"needed"
-            ),
+            Check::NotReported => !value.split(|b| !b.is_ascii_alphabetic()).any(reported),
             Check::Unnegated => !value
                 .split(|b: &u8| !b.is_ascii_alphabetic() && *b != b'\'')
                 .any(|w| {
-                    matches!(w, b"not" | b"never" | b"no" | b"nor" | b"without")
+                    matches!(w, b"not" | b"never" | b"no" | b"nor" | b"without" | b"stop")
                         || w.ends_with(b"n't")
                 }),
         }
     }
+}
+
+/// A word that reports a command as done ("ran", "reloaded with sudo …"):
+/// a past tense, not an order.
+fn reported(word: &[u8]) -> bool {
+    const NOT_PAST: [&[u8]; 8] = [
+        b"need", b"proceed", b"feed", b"seed", b"speed", b"exceed", b"succeed", b"embed",
+    ];
+    matches!(
+        word,
+        b"ran" | b"ran't" | b"did" | b"done" | b"typed" | b"tried"
+    ) || (word.len() > 4 && word.ends_with(b"ed") && !NOT_PAST.contains(&word))
 }
 
 /// How a rule recognises its content.

@@ -11,6 +11,7 @@ Exit code 1 on error.
 Uses only the standard library.
 """
 import collections
+import json
 import os
 import sys
 
@@ -27,7 +28,13 @@ CAPS = {
     "allowed_domain": 48,
     "evidence_url": 200,
     "receipt_name": 32,
+    # a note's value (pointers.notes[].value)
+    "note": 500,
 }
+# `notes`: a JSON array of {"key", "value"} notes placed together in one
+# capsule (a credential split over two of them); checked by check_notes.
+NOTES_FIELD = "notes"
+NOTE_KEY = __import__("re").compile(r"^[a-z0-9_.:-]{1,48}$")
 CLASSES = {"secret", "injection", "url"}
 MIN_UNSAFE_TOTAL = 550
 MIN_BENIGN_TOTAL = 550
@@ -58,6 +65,36 @@ MIN_ENCODED = {
     "injection/encoded": 40, "secret/encoded": 20, "url/encoded": 5,
     "benign/encoded_data": 60,
 }
+# the third extension (hand-written after the GENERATED block, and gen/build.py's RC block)
+MIN_THIRD = {
+    "injection/cipher": 35, "secret/split": 5, "injection/tool_output": 20,
+    "injection/rehydrate_note": 15, "injection/policy_plain": 12, "injection/everyday": 20,
+    "benign/runbook": 12, "benign/research_note": 8, "benign/support_note": 6,
+    "benign/code_identifiers": 6, "benign/long_note": 5, "benign/decode_talk": 6,
+    "benign/cipher_data": 10, "injection/goal": 20, "injection/response": 8, "benign/owner_task": 10,
+}
+
+
+def check_notes(text):
+    """Errors of a `notes` sample: a JSON array of 1-20 notes with valid keys,
+    distinct, and values of 1-500 characters."""
+    try:
+        notes = json.loads(text)
+    except ValueError as e:
+        return [f"notes is not JSON: {e}"]
+    if not isinstance(notes, list) or not 1 <= len(notes) <= 20:
+        return ["notes must be an array of 1-20 notes"]
+    errors, keys = [], set()
+    for n in notes:
+        if not isinstance(n, dict) or set(n) != {"key", "value"}:
+            errors.append("a note must have exactly key and value")
+            continue
+        if not NOTE_KEY.match(n["key"]) or n["key"] in keys:
+            errors.append(f"bad or repeated note key {n['key']!r}")
+        keys.add(n["key"])
+        if not 1 <= len(n["value"]) <= 500:
+            errors.append("a note value must be 1-500 characters")
+    return errors
 
 
 def load(path, unsafe):
@@ -81,6 +118,15 @@ def load(path, unsafe):
                     errors.append(f"{path}:{n}: bad class/category {cat!r}")
             elif not cat.startswith("benign/"):
                 errors.append(f"{path}:{n}: benign category must start with benign/: {cat!r}")
+            if field == NOTES_FIELD:
+                try:
+                    dec = unescape(text)
+                except ValueError as e:
+                    errors.append(f"{path}:{n}: {e}")
+                    continue
+                errors.extend(f"{path}:{n}: {e}" for e in check_notes(dec))
+                rows.append((n, cat, field, dec))
+                continue
             if field not in CAPS:
                 errors.append(f"{path}:{n}: unknown field {field!r}")
                 continue
@@ -131,7 +177,7 @@ def main():
         if cats[c] < MIN_PER_MAJOR:
             errors.append(f"only {cats[c]} samples in {c} (< {MIN_PER_MAJOR})")
     bcats = collections.Counter(cat for _, cat, _, _ in benign)
-    for c, k in list(MIN_ENCODED.items()) + list(MIN_EXTENSION.items()):
+    for c, k in list(MIN_ENCODED.items()) + list(MIN_EXTENSION.items()) + list(MIN_THIRD.items()):
         n = (bcats if c.startswith("benign/") else cats)[c]
         if n < k:
             errors.append(f"only {n} samples in {c} (< {k})")

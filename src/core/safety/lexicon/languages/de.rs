@@ -408,6 +408,14 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("ab jetzt", FROM_NOW),
     ("einschränkungen", INSTR),
     ("befehle", INSTR),
+    ("entschlussel*", DECODE),
+    ("dekodier*", DECODE),
+    ("decodier*", DECODE),
+    ("was dort steht", ACT),
+    ("was da steht", ACT),
+    ("fuhre es aus", ACT),
+    ("befolge es", ACT),
+    ("mach es", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

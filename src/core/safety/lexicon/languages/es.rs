@@ -374,6 +374,15 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("no hagas caso", IGNORE),
     ("sigue", FOLLOW),
     ("ahora eres", PERSONA),
+    ("descifra*", DECODE),
+    ("decodifica*", DECODE),
+    ("descodifica*", DECODE),
+    ("cifrado", CIPHER),
+    ("haz lo que dice", ACT),
+    ("haz lo que diga", ACT),
+    ("hazlo", ACT),
+    ("cumplelo", ACT),
+    ("ejecutalo", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

@@ -366,6 +366,13 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("consignes", INSTR),
     ("règle", INSTR),
     ("journaux", DATA),
+    ("dechiffre*", DECODE),
+    ("decode*", DECODE),
+    ("decrypte*", DECODE),
+    ("puis execute", ACT),
+    ("execute le", ACT),
+    ("applique le", ACT),
+    ("fais ce qu il dit", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

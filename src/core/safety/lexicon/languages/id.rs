@@ -281,6 +281,9 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("hapus", DELETE),
     ("sekarang kamu adalah", PERSONA),
     ("kamu adalah", PERSONA),
+    ("dekode", DECODE),
+    ("dekodekan", DECODE),
+    ("lalu ikuti", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

@@ -310,6 +310,10 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("da ora sei", PERSONA),
     ("ora sei", PERSONA),
     ("rifiuta", UNRESTRICTED),
+    ("decifra*", DECODE),
+    ("decodifica*", DECODE),
+    ("fai quello che dice", ACT),
+    ("eseguilo", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

@@ -395,6 +395,10 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("新しい指示", NEW | INSTR),
     ("制限なし", UNRESTRICTED),
     ("制限なしで", UNRESTRICTED),
+    ("解読", DECODE),
+    ("デコード", DECODE),
+    ("復号", DECODE),
+    ("その通りに", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

@@ -319,6 +319,11 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("você agora é", PERSONA),
     ("agora você é", PERSONA),
     ("recusa", UNRESTRICTED),
+    ("decifra*", DECODE),
+    ("decodifica*", DECODE),
+    ("faca o que diz", ACT),
+    ("faz o que diz", ACT),
+    ("cumpra", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

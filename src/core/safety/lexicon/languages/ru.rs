@@ -552,6 +552,10 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("теперь ты", PERSONA),
     ("правил", INSTR),
     ("фильтров", INSTR),
+    ("расшифр*", DECODE),
+    ("декодир*", DECODE),
+    ("сделай это", ACT),
+    ("и выполни", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

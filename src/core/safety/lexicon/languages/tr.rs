@@ -342,6 +342,9 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("ver", REVEAL),
     ("api anahtarını", SECRETS),
     ("iletiniz", SEND),
+    ("coz", DECODE),
+    ("cozup", DECODE),
+    ("uygula", ACT),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.

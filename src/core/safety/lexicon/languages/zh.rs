@@ -653,6 +653,11 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("不要听", IGNORE),
     ("执行", FOLLOW),
     ("这条消息", ME),
+    ("解码", DECODE),
+    ("解密", DECODE),
+    ("破译", DECODE),
+    ("照做", ACT),
+    ("摩尔斯", CIPHER),
 ];
 
 /// (rule, text) pairs that must be flagged by that rule.
