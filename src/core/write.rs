@@ -9,7 +9,9 @@
 //! Nothing before the signature check looks at stored state, so an
 //! unauthenticated request learns nothing about the agent.
 
-use crate::core::crypto::{is_lower_hex, write_digest, AgentId, PublicKey, SIGNATURE_ALG};
+use crate::core::crypto::{
+    is_lower_hex, write_digest_of_canonical, AgentId, PublicKey, SIGNATURE_ALG,
+};
 use crate::core::history::{
     self, ChainHead, Entry, HistoryIndex, Keyring, NewVersion, ServiceKey, WriteChecked,
 };
@@ -285,6 +287,9 @@ impl From<reason::Refusal> for Rejection {
 struct Signed {
     seq: u64,
     capsule: Json,
+    /// The capsule's RFC 8785 text (the signed message holds it; size and
+    /// cursor are taken from it too).
+    canonical: String,
     public_key: PublicKey,
     signature: String,
     digest: [u8; 32],
@@ -331,7 +336,11 @@ pub fn check_capsule_in_tier(
     limits: &TierLimits,
 ) -> Result<String, Rejection> {
     check_capsule(capsule)?;
-    let canonical = jcs::canonicalize(capsule);
+    within_tier(jcs::canonicalize(capsule), tier, limits)
+}
+
+/// The size limit of `tier` on a capsule's canonical text.
+fn within_tier(canonical: String, tier: Tier, limits: &TierLimits) -> Result<String, Rejection> {
     if canonical.len() > limits.max_capsule_bytes {
         let mut r = Rejection::one(
             R::CapsuleTooLarge,
@@ -455,7 +464,7 @@ pub fn check(
         None => Signer::Genesis,
         Some(_) => Signer::KeyLog,
     };
-    let signed = authenticate_body(body, path_agent, terms.signature, signer)?;
+    let mut signed = authenticate_body(body, path_agent, terms.signature, signer)?;
     if let Some(keys) = terms.keys {
         current_key(keys, &signed)?;
     }
@@ -499,7 +508,11 @@ pub fn check(
     }
     let tier = state.tier_at(now_ms);
     let limits = tiers.get(tier);
-    let canonical = check_capsule_in_tier(&signed.capsule, tier, limits)
+    // [`check_capsule_in_tier`], on the canonical text the signature
+    // check already made.
+    let canonical = std::mem::take(&mut signed.canonical);
+    let canonical = check_capsule(&signed.capsule)
+        .and_then(|()| within_tier(canonical, tier, limits))
         .map_err(|r| r.authenticated(&signed))?;
     let usage = state.writes.usage(now_ms, limits.writes_per_24h);
     if usage.exhausted() && !exempt {
@@ -620,7 +633,8 @@ fn authenticate(
         .ok_or_else(|| bad("signature is required (128 lowercase hex characters)"))?;
     let mut sig = [0u8; 64];
     hex::decode_to_slice(signature, &mut sig).map_err(|_| bad("signature is not hex"))?;
-    let digest = write_digest(path_agent, seq, capsule);
+    let canonical = jcs::canonicalize(capsule);
+    let digest = write_digest_of_canonical(path_agent, seq, &canonical);
     if check_signature == Signature::Verify && !public_key.verify(&digest, &sig) {
         return Err(bad(
             "signature does not verify over sha256(JCS({agent_id, seq, capsule}))",
@@ -629,6 +643,7 @@ fn authenticate(
     Ok(Signed {
         seq,
         capsule: capsule.clone(),
+        canonical,
         public_key,
         signature: signature.to_owned(),
         digest,
