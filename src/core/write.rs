@@ -71,7 +71,18 @@ pub struct AgentState {
     /// whatever else re-arms the object's one alarm knows not to drop it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x402_due: Option<X402Due>,
+    /// Until when (Unix ms) a location may still keep a projected head
+    /// (§15) made from a capsule with a `watch` that a later write replaced
+    /// ([`PROJECTION_KEPT_MS`] after that write); `None` when none was
+    /// replaced that recently.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projected_until_ms: Option<u64>,
 }
+
+/// How long a location may keep a projected head (§15) made from a record
+/// after a write replaced it: the record can reach a location's KV reads up
+/// to 60 s late, and the copy made of it is kept for its `max-age`, 60 s.
+pub const PROJECTION_KEPT_MS: u64 = 120_000;
 
 /// When the agent's object must next look at an x402 settlement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -713,6 +724,10 @@ impl AgentState {
     ) -> (Record, AcceptedBody) {
         let prev_cursor = self.published.as_ref().map(|p| p.cursor.clone());
         let changed = prev_cursor.as_deref() != Some(c.cursor.as_str());
+        self.projected_until_ms = match &self.published {
+            Some(p) if p.capsule.get("watch").is_some() => Some(now_ms + PROJECTION_KEPT_MS),
+            _ => self.projected_until_ms.filter(|until| *until > now_ms),
+        };
         self.writes.record(now_ms);
         self.cooldown.reset();
         self.total_writes += 1;
@@ -815,6 +830,20 @@ impl AgentState {
             Some((seq, digest)) => self.cooldown.note_reject(*seq, digest, now_ms),
             None => false,
         }
+    }
+
+    /// Whether a location may hold a projected head of this agent (§15) at
+    /// `now_ms`: only one made from a capsule with a `watch` can be kept
+    /// (`core::projection::admit`), and such a capsule is the current one
+    /// or was replaced less than [`PROJECTION_KEPT_MS`] ago. The location
+    /// that takes a write replaces its copy only then (every other write
+    /// spares it the cache operation).
+    pub fn projection_may_be_kept(&self, now_ms: u64) -> bool {
+        let current = self
+            .published
+            .as_ref()
+            .is_some_and(|p| p.capsule.get("watch").is_some());
+        current || self.projected_until_ms.is_some_and(|until| until > now_ms)
     }
 
     /// When an x402 settlement needs the object's alarm next, if one is in
