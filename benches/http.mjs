@@ -17,7 +17,8 @@
 //
 // Env: BENCH_SECONDS (per read scenario, default 5), BENCH_CONNECTIONS
 // (default 16), BENCH_WRITES (accepted PUTs per side, default 640),
-// BENCH_ROUNDS (fresh-isolate rounds, default 5).
+// BENCH_ROUNDS (fresh-isolate rounds, default 5), BENCH_BUILD (the build of
+// ours to run, default build/).
 import autocannon from "autocannon";
 import { Miniflare } from "miniflare";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
@@ -27,9 +28,11 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { newAgent, envelope, exampleCapsule, cursorOf } from "../tests/e2e/helpers.mjs";
+import { listenerPid, treeCpuMs } from "./cpu.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const BUILD = path.join(ROOT, "build");
+// Another build of ours (a copy of build/ from another commit) to compare.
+const BUILD = process.env.BENCH_BUILD ? path.resolve(process.env.BENCH_BUILD) : path.join(ROOT, "build");
 const FLOORS = path.join(ROOT, "benches", "floors");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -236,10 +239,21 @@ const results = {
   await load({ ...puts(slice(theirs, 0, WARM)), url: floorOrigin, amount: CONNECTIONS * WARM });
   await load({ ...puts(slice(same, 0, WARM)), url: sameOrigin, amount: CONNECTIONS * WARM });
   await load({ ...puts(slice(required, 0, WARM)), url: requiredOrigin, amount: CONNECTIONS * WARM });
-  const o = await load({ ...puts(slice(mine, WARM, WARM + each)), url: oursOrigin, amount: WRITES });
-  const f = await load({ ...puts(slice(theirs, WARM, WARM + each)), url: floorOrigin, amount: WRITES });
-  const s = await load({ ...puts(slice(same, WARM)), url: sameOrigin, amount: WRITES });
-  const q = await load({ ...puts(slice(required, WARM)), url: requiredOrigin, amount: WRITES });
+  // Each run also measures its server's CPU per accepted write (its workerd
+  // process): flat out, 16 loops keep a server busy, so on a shared machine
+  // req/s is the CPU share it gets divided by this.
+  const withCpu = async (origin, opts) => {
+    const pid = listenerPid(Number(new URL(origin).port));
+    const before = treeCpuMs(pid);
+    const r = await load({ ...opts, url: origin });
+    const spent = treeCpuMs(pid);
+    r.cpu_ms_per_write = before === undefined ? null : +((spent - before) / r.total).toFixed(2);
+    return r;
+  };
+  const o = await withCpu(oursOrigin, { ...puts(slice(mine, WARM, WARM + each)), amount: WRITES });
+  const f = await withCpu(floorOrigin, { ...puts(slice(theirs, WARM, WARM + each)), amount: WRITES });
+  const s = await withCpu(sameOrigin, { ...puts(slice(same, WARM)), amount: WRITES });
+  const q = await withCpu(requiredOrigin, { ...puts(slice(required, WARM)), amount: WRITES });
   // Latency where it means something: the flat-out runs above measure
   // queueing as much as service (16 closed-loop connections against a
   // saturated runtime), so both sides also run at the same fixed rate, half
@@ -498,6 +512,12 @@ const rq = results.required_io;
 console.log(
   `\n${rq.name}: ${rq.floor.rps} vs ${rq.write_floor.rps} req/s = **${rq.ratio}** ` +
     `(p50 / p99 ${rq.floor.p50_ms} / ${rq.floor.p99_ms} ms): no write that leaves the read-after-write markers exceeds this here`,
+);
+const cpu = (r) => r.cpu_ms_per_write ?? "–";
+console.log(
+  `Accepted writes (${CONNECTIONS} agents, ${WRITES / CONNECTIONS} PUTs each, flat out): server CPU per write, ` +
+    `ours ${cpu(results.writes.ours)} ms, write floor ${cpu(results.writes.floor)} ms, ` +
+    `same-I/O floor ${cpu(results.writes_same_io.floor)} ms, required-I/O floor ${cpu(rq.floor)} ms`,
 );
 const wp = results.writes_paced;
 console.log(

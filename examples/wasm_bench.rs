@@ -10,6 +10,7 @@
 mod fixtures;
 
 use self_capsule::core::crypto::{AgentId, AgentKey};
+use self_capsule::core::history::HistoryIndex;
 use self_capsule::core::history::{Keyring, ServiceKey};
 use self_capsule::core::jcs;
 use self_capsule::core::json;
@@ -18,8 +19,9 @@ use self_capsule::core::key_log::{
     WriteLookup, Writes, DEFAULT_WINDOW_SEC,
 };
 use self_capsule::core::limits::TierTable;
+use self_capsule::core::mirror::{Commit, Mirror};
 use self_capsule::core::safety;
-use self_capsule::core::write::{check, AgentState, Signature, Terms};
+use self_capsule::core::write::{check, precheck, AgentState, Signature, Signer, Terms};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -142,6 +144,75 @@ fn main() {
                     .is_ok()
             },
         );
+    }
+    // The write `npm run bench` sends (the spec example, a free agent with
+    // one retained version), split as the Worker and the agent's object run
+    // it: the Worker's stateless precheck (parse, envelope, Ed25519 verify);
+    // then everything the object computes between its storage read and its
+    // KV puts: the stored texts parsed, the check (signature prechecked),
+    // the seal, and the texts it commits and mirrors serialised.
+    {
+        let service = ServiceKey::from_seed(&[7; 32]);
+        let ring = Keyring::new(Some(&service.public_key()), &[]);
+        let key = fixtures::key();
+        let mut before = AgentState::default();
+        let first = check(
+            &before,
+            &fixtures::put_body(&fixtures::example_capsule()),
+            &agent,
+            fixtures::NOW_MS,
+            &tiers,
+            &Terms::genesis(Signature::Verify),
+        )
+        .expect("first write");
+        let sealed = before
+            .commit_sealed(first, fixtures::NOW_MS, &tiers, &service, &ring, None, None)
+            .expect("genesis");
+        let state_text = serde_json::to_string(&before).expect("state");
+        let index_text = serde_json::to_string(&sealed.history).expect("index");
+        let body =
+            serde_json::to_vec(&key.sign_envelope(2, &fixtures::example_capsule())).expect("body");
+        let now = fixtures::NOW_MS + 3_600_000;
+        time_vs(
+            "write/worker_precheck_spec_example",
+            iters,
+            Some(floor),
+            || precheck(black_box(&body), &agent, Signer::Genesis).is_ok(),
+        );
+        time_vs("write/object_cpu_spec_example", iters, Some(floor), || {
+            let mut state: AgentState = serde_json::from_str(&state_text).expect("state");
+            let index: HistoryIndex = serde_json::from_str(&index_text).expect("index");
+            let c = check(
+                &state,
+                black_box(&body),
+                &agent,
+                now,
+                &tiers,
+                &Terms::genesis(Signature::Prechecked),
+            )
+            .expect("second write");
+            let s = state
+                .commit_sealed(c, now, &tiers, &service, &ring, Some(index), None)
+                .expect("sealed");
+            let entry = s.entry.stored_text();
+            let index = serde_json::to_string(&s.history).expect("index");
+            let record = serde_json::to_string(&s.record).expect("record");
+            let mut mirror = Mirror::default();
+            mirror.push_commit(&Commit {
+                agent: &agent,
+                sequence: s.history.head.length - 1,
+                entry: &entry,
+                index: &index,
+                record: &record,
+                pruned: &s.pruned,
+            });
+            let committed = [
+                serde_json::to_string(&state).expect("state"),
+                serde_json::to_string(&mirror).expect("mirror"),
+            ];
+            black_box((committed, record));
+            s.record.seq == 2
+        });
     }
     // What a write of an agent with a key log pays on top (§14): its object
     // loads the stored log and folds it (every event checked again, its

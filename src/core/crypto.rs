@@ -143,12 +143,23 @@ impl PublicKey {
 /// The 32 bytes a write signs:
 /// `SHA-256(JCS({"agent_id": id, "seq": seq, "capsule": capsule}))`.
 pub fn write_digest(agent_id: &AgentId, seq: u64, capsule: &Json) -> [u8; 32] {
-    let message = Json::Object(vec![
-        ("agent_id".into(), Json::from(agent_id.as_str())),
-        ("seq".into(), Json::from(seq)),
-        ("capsule".into(), capsule.clone()),
-    ]);
-    Sha256::digest(jcs::canonicalize(&message).as_bytes()).into()
+    write_digest_of_canonical(agent_id, seq, &jcs::canonicalize(capsule))
+}
+
+/// [`write_digest`] of a capsule already in its RFC 8785 form
+/// (`canonical`), which a write needs anyway (size, cursor): the message's
+/// members sort as `agent_id`, `capsule`, `seq`, so its canonical text is
+/// the capsule's between two fixed parts, hashed without copying it.
+pub fn write_digest_of_canonical(agent_id: &AgentId, seq: u64, canonical: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"{\"agent_id\":");
+    h.update(jcs::canonicalize(&Json::from(agent_id.as_str())).as_bytes());
+    h.update(b",\"capsule\":");
+    h.update(canonical.as_bytes());
+    h.update(b",\"seq\":");
+    h.update(jcs::canonicalize(&Json::from(seq)).as_bytes());
+    h.update(b"}");
+    h.finalize().into()
 }
 
 /// An agent's private key, for tests and the CLI. Never serialised or printed.
@@ -232,6 +243,32 @@ mod tests {
         let sig: [u8; 64] = hex::decode(RFC8032_SIG_EMPTY).unwrap().try_into().unwrap();
         assert!(key.public_key().verify(b"", &sig));
         assert!(!key.public_key().verify(b"x", &sig));
+    }
+
+    #[test]
+    fn the_write_digest_of_canonical_text_is_that_of_the_whole_message() {
+        let agent = rfc_key().agent_id();
+        for (seq, capsule) in [
+            (0, r#"{}"#),
+            (7, r#"{"b":[1,2.5,"x\u0001"],"a":{"z":null,"é":true}}"#),
+            (
+                9_007_199_254_740_991,
+                r#"{"self_motto":"\ud83d\ude00 \"q\""}"#,
+            ),
+        ] {
+            let capsule = crate::core::json::parse_str(capsule).unwrap();
+            let message = Json::Object(vec![
+                ("agent_id".into(), Json::from(agent.as_str())),
+                ("seq".into(), Json::from(seq)),
+                ("capsule".into(), capsule.clone()),
+            ]);
+            let whole: [u8; 32] = Sha256::digest(jcs::canonicalize(&message).as_bytes()).into();
+            assert_eq!(write_digest(&agent, seq, &capsule), whole);
+            assert_eq!(
+                write_digest_of_canonical(&agent, seq, &jcs::canonicalize(&capsule)),
+                whole
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! Nothing before the signature check looks at stored state, so an
 //! unauthenticated request learns nothing about the agent.
 
-use crate::core::crypto::{is_lower_hex, write_digest, AgentId, PublicKey, SIGNATURE_ALG};
+use crate::core::crypto::{
+    is_lower_hex, write_digest_of_canonical, AgentId, PublicKey, SIGNATURE_ALG,
+};
 use crate::core::history::{
     self, ChainHead, Entry, HistoryIndex, Keyring, NewVersion, ServiceKey, WriteChecked,
 };
@@ -77,11 +79,22 @@ pub struct AgentState {
     /// Refused writes that authenticated as the agent (meta.json).
     #[serde(default, skip_serializing_if = "is_default")]
     pub refusals: Refusals,
+    /// Until when (Unix ms) a location may still keep a projected head
+    /// (§15) made from a capsule with a `watch` that a later write replaced
+    /// ([`PROJECTION_KEPT_MS`] after that write); `None` when none was
+    /// replaced that recently.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projected_until_ms: Option<u64>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
+
+/// How long a location may keep a projected head (§15) made from a record
+/// after a write replaced it: the record can reach a location's KV reads up
+/// to 60 s late, and the copy made of it is kept for its `max-age`, 60 s.
+pub const PROJECTION_KEPT_MS: u64 = 120_000;
 
 /// When the agent's object must next look at an x402 settlement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,6 +317,9 @@ impl From<reason::Refusal> for Rejection {
 struct Signed {
     seq: u64,
     capsule: Json,
+    /// The capsule's RFC 8785 text (the signed message holds it; size and
+    /// cursor are taken from it too).
+    canonical: String,
     public_key: PublicKey,
     signature: String,
     digest: [u8; 32],
@@ -350,7 +366,11 @@ pub fn check_capsule_in_tier(
     limits: &TierLimits,
 ) -> Result<String, Rejection> {
     check_capsule(capsule)?;
-    let canonical = jcs::canonicalize(capsule);
+    within_tier(jcs::canonicalize(capsule), tier, limits)
+}
+
+/// The size limit of `tier` on a capsule's canonical text.
+fn within_tier(canonical: String, tier: Tier, limits: &TierLimits) -> Result<String, Rejection> {
     if canonical.len() > limits.max_capsule_bytes {
         let mut r = Rejection::one(
             R::CapsuleTooLarge,
@@ -474,7 +494,7 @@ pub fn check(
         None => Signer::Genesis,
         Some(_) => Signer::KeyLog,
     };
-    let signed = authenticate_body(body, path_agent, terms.signature, signer)?;
+    let mut signed = authenticate_body(body, path_agent, terms.signature, signer)?;
     if let Some(keys) = terms.keys {
         current_key(keys, &signed)?;
     }
@@ -518,7 +538,11 @@ pub fn check(
     }
     let tier = state.tier_at(now_ms);
     let limits = tiers.get(tier);
-    let canonical = check_capsule_in_tier(&signed.capsule, tier, limits)
+    // [`check_capsule_in_tier`], on the canonical text the signature
+    // check already made.
+    let canonical = std::mem::take(&mut signed.canonical);
+    let canonical = check_capsule(&signed.capsule)
+        .and_then(|()| within_tier(canonical, tier, limits))
         .map_err(|r| r.authenticated(&signed))?;
     let usage = state.writes.usage(now_ms, limits.writes_per_24h);
     if usage.exhausted() && !exempt {
@@ -639,7 +663,8 @@ fn authenticate(
         .ok_or_else(|| bad("signature is required (128 lowercase hex characters)"))?;
     let mut sig = [0u8; 64];
     hex::decode_to_slice(signature, &mut sig).map_err(|_| bad("signature is not hex"))?;
-    let digest = write_digest(path_agent, seq, capsule);
+    let canonical = jcs::canonicalize(capsule);
+    let digest = write_digest_of_canonical(path_agent, seq, &canonical);
     if check_signature == Signature::Verify && !public_key.verify(&digest, &sig) {
         return Err(bad(
             "signature does not verify over sha256(JCS({agent_id, seq, capsule}))",
@@ -648,6 +673,7 @@ fn authenticate(
     Ok(Signed {
         seq,
         capsule: capsule.clone(),
+        canonical,
         public_key,
         signature: signature.to_owned(),
         digest,
@@ -717,6 +743,10 @@ impl AgentState {
     ) -> (Record, AcceptedBody) {
         let prev_cursor = self.published.as_ref().map(|p| p.cursor.clone());
         let changed = prev_cursor.as_deref() != Some(c.cursor.as_str());
+        self.projected_until_ms = match &self.published {
+            Some(p) if p.capsule.get("watch").is_some() => Some(now_ms + PROJECTION_KEPT_MS),
+            _ => self.projected_until_ms.filter(|until| *until > now_ms),
+        };
         self.writes.record(now_ms);
         self.cooldown.reset();
         self.total_writes += 1;
@@ -827,6 +857,20 @@ impl AgentState {
             None => false,
         };
         cooled || r.by_the_agent
+    }
+
+    /// Whether a location may hold a projected head of this agent (§15) at
+    /// `now_ms`: only one made from a capsule with a `watch` can be kept
+    /// (`core::projection::admit`), and such a capsule is the current one
+    /// or was replaced less than [`PROJECTION_KEPT_MS`] ago. The location
+    /// that takes a write replaces its copy only then (every other write
+    /// spares it the cache operation).
+    pub fn projection_may_be_kept(&self, now_ms: u64) -> bool {
+        let current = self
+            .published
+            .as_ref()
+            .is_some_and(|p| p.capsule.get("watch").is_some());
+        current || self.projected_until_ms.is_some_and(|until| until > now_ms)
     }
 
     /// When an x402 settlement needs the object's alarm next, if one is in

@@ -62,6 +62,11 @@ const IP_HEADER: &str = "x-selfcap-ip";
 const FAIL_MIRROR_HEADER: &str = "x-selfcap-fail-mirror";
 /// A watch's call (JSON): a WebSocket upgrade is a GET and has no body.
 const CALL_HEADER: &str = "x-selfcap-call";
+/// On an accepted write's answer: the seq it committed.
+const WRITTEN_SEQ_HEADER: &str = "x-selfcap-written-seq";
+/// On an accepted write's answer, when a location may hold a projected
+/// head of the agent (`AgentState::projection_may_be_kept`).
+const PROJECTION_HEADER: &str = "x-selfcap-projection";
 
 /// A call to an agent's Durable Object.
 pub enum AgentCall {
@@ -217,6 +222,45 @@ pub struct Relayed {
     pub retry_after: Option<String>,
     /// The [`X402_HEADERS`] it carries.
     pub x402: Vec<(&'static str, String)>,
+    /// What an accepted write committed, as its answer says.
+    pub written: Option<Written>,
+}
+
+/// What an accepted write tells the Worker besides its answer, so the
+/// location that took it can replace its copies (`read_cache::written`)
+/// without parsing the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// The committed seq.
+    pub seq: u64,
+    /// Whether a location may hold a projected head of the agent.
+    pub projection: bool,
+}
+
+impl Written {
+    /// Object side: marks an accepted write's answer (`resp`).
+    pub fn mark(&self, resp: &Response) -> worker::Result<()> {
+        resp.headers()
+            .set(WRITTEN_SEQ_HEADER, &self.seq.to_string())?;
+        if self.projection {
+            resp.headers().set(PROJECTION_HEADER, "1")?;
+        }
+        Ok(())
+    }
+
+    /// Worker side: what an answer's headers say, if it is marked.
+    fn read(headers: &Headers) -> worker::Result<Option<Written>> {
+        let Some(seq) = headers
+            .get(WRITTEN_SEQ_HEADER)?
+            .and_then(|v| v.parse().ok())
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Written {
+            seq,
+            projection: headers.has(PROJECTION_HEADER)?,
+        }))
+    }
 }
 
 /// An export bundle and its entity tag.
@@ -264,6 +308,7 @@ async fn send_write(env: &Env, url: &str, call: WriteCall) -> worker::Result<Rel
     Ok(Relayed {
         status: resp.status_code(),
         retry_after: resp.headers().get("Retry-After")?,
+        written: Written::read(resp.headers())?,
         body: body::response_bytes(resp).await?,
         x402: Vec::new(),
     })
@@ -294,6 +339,7 @@ pub async fn upgrade(env: &Env, agent: &AgentId, call: &AgentCall) -> worker::Re
         retry_after: resp.headers().get("Retry-After")?,
         body: body::response_bytes(resp).await?,
         x402,
+        written: None,
     })
 }
 

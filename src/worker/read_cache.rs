@@ -112,18 +112,18 @@ pub async fn store(key: &str, kept: &Kept, seq: u64, answer: Response) {
 }
 
 /// After a write this location accepted: its copies of the agent's head,
-/// capsule and projected head (a commit can change the watch) are replaced
-/// by a marker of the new seq, so the next read goes to
-/// KV, and what it reads is kept only once KV has the write (at once when
-/// the mirror succeeded; after the object's alarm repairs it otherwise).
-/// The markers are put concurrently: the write's answer waits for them.
-pub async fn written(agent: &AgentId, seq: u64) {
-    let keys = [
-        key_of(agent, &Doc::Head),
-        key_of(agent, &Doc::Capsule),
-        feed_key_of(agent),
-    ];
-    join_all(keys.map(|key| async move {
+/// capsule and (when `projection`: a location may hold one, and a commit
+/// can change the watch) projected head are replaced by a marker of the new
+/// seq, so the next read goes to KV, and what it reads is kept only once KV
+/// has the write (at once when the mirror succeeded; after the object's
+/// alarm repairs it otherwise). The markers are put concurrently: the
+/// write's answer waits for them.
+pub async fn written(agent: &AgentId, seq: u64, projection: bool) {
+    let mut keys = vec![key_of(agent, &Doc::Head), key_of(agent, &Doc::Capsule)];
+    if projection {
+        keys.push(feed_key_of(agent));
+    }
+    join_all(keys.into_iter().map(|key| async move {
         let headers = Headers::new();
         let _ = headers.set(WRITTEN_SEQ_HEADER, &seq.to_string());
         let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);

@@ -201,3 +201,27 @@ test("an unsigned head poll is answered from the location's copy while the snaps
   const after = await w.fetch(headPath(a.agentId));
   assert.deepEqual(after.json.sources_included, ["gcp_status"]);
 });
+
+test("a write that removes the watch drops the location's projected copy at once, and keeps none of the old record", async () => {
+  // The location that takes a write replaces its projected copy only while
+  // one can exist: the capsule has a watch, or had one shortly before.
+  const a = await proAgent({ sources: ["aws_status"] });
+  const first = await w.fetch(headPath(a.agentId));
+  assert.equal(first.status, 200, first.text);
+  const watched = await w.kv.get(recordKey(a.agentId));
+  const r = await publish(w, a, 2, exampleCapsule(a.agentId), { ip: a.ip });
+  assert.equal(r.status, 200, r.text);
+  const gone = await w.fetch(headPath(a.agentId));
+  assert.equal(gone.status, 404, gone.text);
+  assert.equal(gone.json.error, "watch_not_set");
+  // KV lagging behind the write at this location (the watched record back):
+  // it is read as it is, but the location keeps no copy of it.
+  const current = await w.kv.get(recordKey(a.agentId));
+  await w.kv.put(recordKey(a.agentId), watched);
+  const lagging = await w.fetch(headPath(a.agentId));
+  assert.equal(lagging.status, 200, lagging.text);
+  await w.kv.put(recordKey(a.agentId), current);
+  const after = await w.fetch(headPath(a.agentId));
+  assert.equal(after.status, 404, "the lagging answer was not kept");
+  assert.equal(after.json.error, "watch_not_set");
+});

@@ -626,3 +626,38 @@ fn the_largest_seq_is_the_last_write_and_the_refusal_says_so() {
     let r = put(&mut s2, &k2, 5, &capsule_for(&k2), T0 + HOUR).unwrap_err();
     assert!(!r.detail.contains("no further writes"), "{}", r.detail);
 }
+
+#[test]
+fn a_projection_may_be_kept_while_a_watch_is_current_and_for_a_while_after() {
+    let k = key(1);
+    let mut s = AgentState::default();
+    let plain = capsule_for(&k);
+    let mut watched = plain.clone();
+    if let Json::Object(entries) = &mut watched {
+        entries.push((
+            "watch".into(),
+            parse_str(r#"{"tags":["security"]}"#).unwrap(),
+        ));
+    }
+    put(&mut s, &k, 1, &plain, T0).unwrap();
+    assert!(!s.projection_may_be_kept(T0), "no capsule had a watch");
+    put(&mut s, &k, 2, &watched, T0 + 1).unwrap();
+    assert!(
+        s.projection_may_be_kept(T0 + 1),
+        "the current capsule has one"
+    );
+    // Replaced by a capsule without one: copies made of it may live on.
+    put(&mut s, &k, 3, &plain, T0 + 2).unwrap();
+    assert!(s.projection_may_be_kept(T0 + 2));
+    assert!(s.projection_may_be_kept(T0 + 2 + PROJECTION_KEPT_MS - 1));
+    assert!(!s.projection_may_be_kept(T0 + 2 + PROJECTION_KEPT_MS));
+    // A later write keeps the window of the replaced watch, then drops it.
+    put(&mut s, &k, 4, &plain, T0 + 3).unwrap();
+    assert_eq!(s.projected_until_ms, Some(T0 + 2 + PROJECTION_KEPT_MS));
+    put(&mut s, &k, 5, &plain, T0 + 2 + PROJECTION_KEPT_MS).unwrap();
+    assert_eq!(s.projected_until_ms, None);
+    // States stored before the field read as "none replaced".
+    let text = serde_json::to_string(&s).unwrap();
+    assert!(!text.contains("projected_until_ms"));
+    assert_eq!(serde_json::from_str::<AgentState>(&text).unwrap(), s);
+}

@@ -27,12 +27,6 @@ use worker::{Env, Response};
 /// KV mirror attempt so the alarm retry path can be observed.
 const TEST_FAIL_MIRROR_HEADER: &str = "x-selfcap-test-fail-mirror";
 
-/// The seq of an accepted answer (`core::write::AcceptedBody`).
-#[derive(serde::Deserialize)]
-struct AcceptedSeq {
-    seq: u64,
-}
-
 /// One write of `body` (as read, capped at [`MAX_BODY_BYTES`]) to `agent`:
 /// the agent's object's answer as is (accepted or not), or the rejection
 /// of a write refused here (cap, JSON, envelope, signature), logged. `req`
@@ -93,9 +87,9 @@ pub async fn write(
     let relayed = do_wire::write(env, call).await?;
     if relayed.status == 200 {
         // This location's copies of head.json and capsule.json are old now.
-        match serde_json::from_slice::<AcceptedSeq>(&relayed.body) {
-            Ok(accepted) => read_cache::written(agent, accepted.seq).await,
-            Err(_) => read_cache::purge(agent).await,
+        match relayed.written {
+            Some(w) => read_cache::written(agent, w.seq, w.projection).await,
+            None => read_cache::purge(agent).await,
         }
     }
     Ok(relayed)

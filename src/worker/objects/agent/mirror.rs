@@ -30,13 +30,13 @@ impl AgentDO {
     /// committed (a [`Pass::Commit`], which skips comparison reads and
     /// leaves this write's deletes for the next one), or `None` for the
     /// alarm's [`Pass::Retry`] of everything pending. On failure, keeps what
-    /// did not land and re-arms the alarm with backoff. Returns the record
-    /// that landed, if one did (what watchers are sent).
+    /// did not land and re-arms the alarm with backoff. Returns the text of
+    /// the record that landed, if one did (what watchers are sent).
     async fn sync_mirror(
         &self,
         mirror: Option<Mirror>,
         keep_at: Option<u64>,
-    ) -> worker::Result<Option<Record>> {
+    ) -> worker::Result<Option<String>> {
         let storage = self.state.storage();
         let (mirror, pass) = match mirror {
             Some(m) => (Some(m), Pass::Commit),
@@ -67,8 +67,7 @@ impl AgentDO {
             .iter()
             .zip(&landed)
             .find_map(|(op, landed)| op.record_put().filter(|_| *landed))
-            .map(serde_json::from_str::<Record>)
-            .transpose()?;
+            .map(str::to_owned);
         mirror.drop_landed(&landed);
         let (puts, alarm) = match failed_key {
             None => {
@@ -120,7 +119,26 @@ impl AgentDO {
         now_ms: u64,
         keep_at: Option<u64>,
     ) -> worker::Result<()> {
-        if let Some(record) = self.sync_mirror(mirror, keep_at).await? {
+        if let Some(text) = self.sync_mirror(mirror, keep_at).await? {
+            let record: Record = serde_json::from_str(&text)?;
+            self.publish(&record, now_ms);
+            self.tell_feed(record, now_ms).await;
+        }
+        Ok(())
+    }
+
+    /// [`AgentDO::mirror_then_publish`] of a write's commit: `record` is
+    /// the record it published (the text of the record put in `mirror`),
+    /// sent to the watchers as it is once that put has landed, rather than
+    /// parsed back from the text.
+    pub(super) async fn mirror_commit_then_publish(
+        &self,
+        mirror: Mirror,
+        record: Record,
+        now_ms: u64,
+        keep_at: Option<u64>,
+    ) -> worker::Result<()> {
+        if self.sync_mirror(Some(mirror), keep_at).await?.is_some() {
             self.publish(&record, now_ms);
             self.tell_feed(record, now_ms).await;
         }

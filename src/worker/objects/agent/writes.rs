@@ -6,9 +6,10 @@ use super::{entry_key, AgentDO, Stored, HISTORY_KEY, KEY_LOG_KEY, MIRROR_KEY, ST
 use crate::core::history::HistoryIndex;
 use crate::core::key_log::{KeyLog, KeyState};
 use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::record::Record;
 use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature, Terms};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
-use crate::worker::do_wire::{Reserve, Slot, WriteCall};
+use crate::worker::do_wire::{Reserve, Slot, WriteCall, Written};
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::log;
@@ -58,18 +59,22 @@ impl AgentDO {
         };
         let log_line = DecisionLog::accepted(call.agent.as_str(), &candidate).to_line();
         let stored = Stored { history, mirror };
-        let (accepted, mirror) = self
+        let (accepted, record, mirror) = self
             .commit(
                 &storage, &mut state, candidate, &call, &cfg, &keys, stored, key_state,
             )
             .await?;
+        let written = Written {
+            seq: accepted.seq,
+            projection: state.projection_may_be_kept(call.now_ms),
+        };
         // The write is committed, with the retry alarm armed in the same
         // atomic write, so even a crash before the KV puts still converges.
         // From here on nothing may turn it into an error for the client (a
         // retry would only earn a replay_seq).
         if !call.fail_mirror {
             if let Err(e) = self
-                .mirror_then_publish(Some(mirror), call.now_ms, state.x402_due_at())
+                .mirror_commit_then_publish(mirror, record, call.now_ms, state.x402_due_at())
                 .await
             {
                 log::event(
@@ -79,7 +84,9 @@ impl AgentDO {
             }
         }
         log::line_str(&log_line);
-        Ok(http::json(200, &accepted, NO_STORE)?)
+        let answer = http::json(200, &accepted, NO_STORE)?;
+        written.mark(&answer)?;
+        Ok(answer)
     }
 
     /// Every check of a write, in the contract's order: the core's checks,
@@ -159,7 +166,8 @@ impl AgentDO {
     /// Seals the accepted write into the chain and stores state, history
     /// index, the new entry, the pending KV mirror ops, the pruned entries'
     /// deletion and the mirror's retry alarm in one atomic operation.
-    /// Returns the 200 body and the mirror ops to run now.
+    /// Returns the 200 body, the published record and the mirror ops to run
+    /// now.
     #[allow(clippy::too_many_arguments)]
     async fn commit(
         &self,
@@ -171,7 +179,7 @@ impl AgentDO {
         keys: &ServiceKeys,
         stored: Stored,
         key_state: Option<&KeyState>,
-    ) -> worker::Result<(write::AcceptedBody, Mirror)> {
+    ) -> worker::Result<(write::AcceptedBody, Record, Mirror)> {
         let signer = keys.signing.as_ref().ok_or("checked in decide")?;
         let mut history: Option<HistoryIndex> = parse(HISTORY_KEY, stored.history)?;
         // Versions appended before the index recorded who may see them get
@@ -229,6 +237,6 @@ impl AgentDO {
             },
         )
         .await?;
-        Ok((sealed.body, mirror))
+        Ok((sealed.body, sealed.record, mirror))
     }
 }
