@@ -8,7 +8,11 @@
 //! request as it is. The Durable Objects still take `worker::Request`
 //! (their trait's signature); their requests come from `do_wire`.
 
+#[cfg(feature = "worker")]
+use crate::core::entry::Changed;
 use crate::core::urls::split_href;
+#[cfg(feature = "worker")]
+use std::cell::RefCell;
 use worker::url::form_urlencoded;
 use worker::web_sys;
 use worker::{Headers, Url};
@@ -19,13 +23,23 @@ pub struct Incoming {
     headers: Headers,
     /// The URL as the runtime serialised it.
     href: String,
+    /// What answering it changed in agents' head.json and capsule.json, for
+    /// the entry Worker when it forwarded the request (`entry_wire`).
+    #[cfg(feature = "worker")]
+    changed: RefCell<Vec<Changed>>,
 }
 
 impl From<web_sys::Request> for Incoming {
     fn from(raw: web_sys::Request) -> Self {
         let headers = Headers(raw.headers());
         let href = raw.url();
-        Self { raw, headers, href }
+        Self {
+            raw,
+            headers,
+            href,
+            #[cfg(feature = "worker")]
+            changed: RefCell::default(),
+        }
     }
 }
 
@@ -39,6 +53,12 @@ impl Incoming {
     /// the runtime's URL without parsing it again: a poll needs nothing else.
     pub fn path(&self) -> &str {
         split_href(&self.href).0
+    }
+
+    /// The URL as the runtime serialised it.
+    #[cfg(feature = "worker")]
+    pub fn href(&self) -> &str {
+        &self.href
     }
 
     /// The query's `name=value` pairs, decoded.
@@ -60,5 +80,26 @@ impl Incoming {
     /// The runtime's request (its body stream, its method).
     pub fn inner(&self) -> &web_sys::Request {
         &self.raw
+    }
+
+    /// Whether the entry Worker forwarded it (`entry_wire`): the write
+    /// Worker is answering behind it.
+    #[cfg(feature = "worker")]
+    pub fn forwarded(&self) -> bool {
+        self.headers
+            .has(super::entry_wire::FORWARDED_HEADER)
+            .unwrap_or(false)
+    }
+
+    /// Notes a change for the entry's copies (`read_cache`).
+    #[cfg(feature = "worker")]
+    pub fn note_changed(&self, changed: Changed) {
+        self.changed.borrow_mut().push(changed);
+    }
+
+    /// The changes noted while answering it.
+    #[cfg(feature = "worker")]
+    pub fn changed(&self) -> Vec<Changed> {
+        self.changed.borrow().clone()
     }
 }

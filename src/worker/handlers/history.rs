@@ -4,7 +4,8 @@
 //! All but export are served from KV: one get for the history index (which
 //! also decides 304s), plus one bulk get for the entries a page returns.
 //! Export is assembled by the agent's Durable Object from its own storage;
-//! its 304 is still decided from KV without waking the object.
+//! its 304 is still decided from KV without waking the object. Export is the
+//! write Worker's (the entry Worker forwards it, `core::entry`).
 
 use super::reads::{self, ReadAs};
 use super::{text_or_404, unreadable};
@@ -14,6 +15,7 @@ use crate::core::jcs::normalize_cursor;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{entry_kv_key, history_kv_key};
 use crate::core::urls::Doc;
+#[cfg(feature = "worker")]
 use crate::worker::do_wire;
 use crate::worker::failure::Failure;
 use crate::worker::http::CachedRead;
@@ -178,10 +180,14 @@ pub async fn handle(
         return Ok(not_modified);
     }
     match doc {
+        #[cfg(feature = "worker")]
         Doc::Export => match do_wire::export(env, agent, &viewer).await? {
             Some(e) => Ok(read.answer(e.body, &e.etag)),
             None => Err(Failure::code(ReasonCode::CapsuleNotFound)),
         },
+        // Never sent to the entry Worker (`core::entry`).
+        #[cfg(not(feature = "worker"))]
+        Doc::Export => Err(Failure::code(ReasonCode::NotFound)),
         _ => {
             let query = Query::parse(url.query_pairs());
             let body = page(&kv, agent, &index, query, &viewer).await?;

@@ -9,10 +9,10 @@ use crate::core::key_log::key_log_names;
 use crate::core::read_auth::{self, Admit, Reader, SignedRead, Standing};
 use crate::core::reason::ReasonCode;
 use crate::core::record::{key_log_kv_key, kv_key};
-use crate::worker::do_wire::NonceCheck;
 use crate::worker::failure::Failure;
 use crate::worker::kv::Kv;
 use crate::worker::log;
+use crate::worker::nonce_wire::NonceCheck;
 use crate::worker::request::Incoming;
 use worker::Env;
 

@@ -94,8 +94,8 @@ pub async fn write(
     if relayed.status == 200 {
         // This location's copies of head.json and capsule.json are old now.
         match serde_json::from_slice::<AcceptedSeq>(&relayed.body) {
-            Ok(accepted) => read_cache::written(agent, accepted.seq).await,
-            Err(_) => read_cache::purge(agent).await,
+            Ok(accepted) => read_cache::written(req, agent, accepted.seq).await,
+            Err(_) => read_cache::changed(req, agent).await,
         }
     }
     Ok(relayed)
