@@ -2,7 +2,9 @@
 //!
 //! - [`core`]: the pure protocol core (parse, canonicalise, validate, scan,
 //!   verify, render, quota and history logic). No I/O, no worker types; built
-//!   natively for tests, benches and the `selfcap` CLI, and into the Worker.
+//!   natively for tests, benches and the `selfcap` CLI, and into the Workers.
+//!   Feature `core-full` is all of it; without it, only the read path's part
+//!   (what the entry Worker needs).
 //! - `worker` (wasm32 only): the Worker layer, compiled for one of the
 //!   service's two Workers. Feature `worker` (on by default) is the write
 //!   Worker (`workers/write/`): every route, KV, the Durable Objects;
@@ -20,13 +22,13 @@
 pub mod core;
 
 /// The native client library behind the `selfcap` CLI. Never part of a wasm
-/// build (the Worker's or the wasip1 benchmark's).
-#[cfg(not(target_arch = "wasm32"))]
+/// build (the Worker's or the wasip1 benchmark's). On the whole core.
+#[cfg(all(not(target_arch = "wasm32"), feature = "core-full"))]
 pub mod client;
 
 /// The `selfcap` command line (arguments, dispatch, output, exit codes) over
 /// [`client`]. Native only, like it.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "core-full"))]
 pub mod cli;
 
 /// The Worker layer; its entry points are called by the Worker crates

@@ -38,9 +38,11 @@
 #![warn(missing_docs)]
 
 pub mod access;
+#[cfg(feature = "core-full")]
 pub mod bootstrap;
 pub mod conditional;
 pub mod crypto;
+#[cfg(feature = "core-full")]
 pub mod diff;
 pub mod entry;
 pub mod history;
@@ -48,22 +50,31 @@ pub mod jcs;
 pub mod json;
 pub mod key_log;
 pub mod limits;
+#[cfg(feature = "core-full")]
 pub mod mcp;
+#[cfg(feature = "core-full")]
 pub mod mirror;
 pub mod model;
+#[cfg(feature = "core-full")]
 pub mod projection;
 pub mod quota;
 pub mod read_auth;
 pub mod reason;
 pub mod record;
+#[cfg(feature = "core-full")]
 pub mod render;
+#[cfg(feature = "core-full")]
 pub mod safety;
 pub mod time;
 pub mod upgrade;
 pub mod urls;
+#[cfg(feature = "core-full")]
 pub mod validate;
+#[cfg(feature = "core-full")]
 pub mod watch;
+#[cfg(feature = "core-full")]
 pub mod world;
+#[cfg(feature = "core-full")]
 pub mod write;
 
 #[cfg(test)]
