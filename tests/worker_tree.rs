@@ -219,6 +219,7 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
         ("log", ABOVE_LEAVES),
         ("request", ABOVE_LEAVES),
         ("entry_wire", ABOVE_LEAVES),
+        ("cold", ABOVE_LEAVES),
         ("kv", ABOVE_LEAVES),
         ("storage", ABOVE_LEAVES),
         ("rpc", ABOVE_LEAVES),

@@ -36,11 +36,13 @@
 //! | the world feed snapshot's refresh (ddv1 upstream) | [`world`]   |
 //! | vars and secrets                                | [`config`]    |
 //! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
+//! | cold paths kept out of the hot path's code      | [`cold`]      |
 //! | the incoming public request                     | [`request`]   |
 
 // Both Workers: the read path and what it stands on.
 mod body;
 mod clock;
+mod cold;
 mod config;
 mod do_json;
 mod entry_wire;

@@ -7,6 +7,7 @@
 //! that reach it directly.
 
 use super::clock;
+use super::cold;
 use super::config::Config;
 use super::failure::Failure;
 use super::handlers::reads::ReadAs;
@@ -50,6 +51,8 @@ pub async fn read(
         // Whatever a signed read gets is for that reader alone.
         read = read.private();
     }
+    // head.json and capsule.json are the hot path; the rest is kept out of
+    // its code (`cold`).
     Ok(match doc {
         Doc::Head | Doc::Capsule => {
             reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await?
@@ -60,7 +63,9 @@ pub async fn read(
                 scope: access::scope_of(&doc),
                 now_ms,
             };
-            key_log::get(env, agent, read, &read_as).await?.into()
+            cold::path(key_log::get(env, agent, read, &read_as))
+                .await?
+                .into()
         }
         _ => {
             let read_as = ReadAs {
@@ -68,7 +73,8 @@ pub async fn read(
                 scope: access::scope_of(&doc),
                 now_ms,
             };
-            history::handle(&req.url()?, env, doc, agent, read, &read_as)
+            let query = req.query_pairs();
+            cold::path(history::handle(query, env, doc, agent, read, &read_as))
                 .await?
                 .into()
         }

@@ -15,7 +15,9 @@ use crate::core::urls::split_href;
 use std::cell::RefCell;
 use worker::url::form_urlencoded;
 use worker::web_sys;
-use worker::{Headers, Url};
+use worker::Headers;
+#[cfg(feature = "worker")]
+use worker::Url;
 
 /// One incoming public request.
 pub struct Incoming {
@@ -56,7 +58,6 @@ impl Incoming {
     }
 
     /// The URL as the runtime serialised it.
-    #[cfg(feature = "worker")]
     pub fn href(&self) -> &str {
         &self.href
     }
@@ -67,7 +68,9 @@ impl Incoming {
         form_urlencoded::parse(query.as_bytes())
     }
 
-    /// The full URL, parsed (for the routes that need more than the path).
+    /// The full URL, parsed (for the routes that need more than the path
+    /// and the query).
+    #[cfg(feature = "worker")]
     pub fn url(&self) -> worker::Result<Url> {
         Ok(Url::parse(&self.href)?)
     }

@@ -10,6 +10,7 @@
 mod forward;
 
 use super::body;
+use super::cold;
 use super::config::Config;
 use super::failure::Failure;
 use super::http::{Audience, Reply};
@@ -39,7 +40,7 @@ pub async fn fetch(
         asks_to_wait(req.query_pairs())
     }) {
         Answerer::Entry(action) => action,
-        Answerer::Writer => return Ok(forwarded(&req, &env, audience).await),
+        Answerer::Writer => return Ok(cold::path(forwarded(&req, &env, audience)).await),
     };
     let cfg = Config::of(&env);
     let body = req.inner().body();
@@ -47,7 +48,7 @@ pub async fn fetch(
         Ok(Some(reply)) => reply,
         // Not one of the entry's (`core::entry` never gives one): the
         // write Worker answers it, with its body still unread.
-        Ok(None) => return Ok(forwarded(&req, &env, audience).await),
+        Ok(None) => return Ok(cold::path(forwarded(&req, &env, audience)).await),
         Err(failure) => failure.response(audience, req.path()).into(),
     };
     body::discard_unread(body).await;

@@ -21,7 +21,8 @@ use crate::worker::failure::Failure;
 use crate::worker::http::CachedRead;
 use crate::worker::kv::Kv;
 use crate::worker::log;
-use worker::{Env, Response, Url};
+use worker::url::form_urlencoded;
+use worker::{Env, Response};
 
 /// An agent's history index from KV: what history.json, verify.json and the
 /// MCP tools `self_history` and `self_verify` are all answered from.
@@ -149,7 +150,7 @@ pub async fn verify_report(
 
 /// history.json, snapshot, verify.json or export.json (`doc` is one of them).
 pub async fn handle(
-    url: &Url,
+    query: form_urlencoded::Parse<'_>,
     env: &Env,
     doc: Doc<'_>,
     agent: &AgentId,
@@ -189,7 +190,7 @@ pub async fn handle(
         #[cfg(not(feature = "worker"))]
         Doc::Export => Err(Failure::code(ReasonCode::NotFound)),
         _ => {
-            let query = Query::parse(url.query_pairs());
+            let query = Query::parse(query);
             let body = page(&kv, agent, &index, query, &viewer).await?;
             Ok(read.answer(body.into_bytes(), head_hash))
         }
