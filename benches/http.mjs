@@ -21,7 +21,10 @@
 //
 // Env: BENCH_SECONDS (per read scenario, default 5), BENCH_CONNECTIONS
 // (default 16), BENCH_WRITES (accepted PUTs per side, default 640),
-// BENCH_ROUNDS (fresh-isolate rounds, default 5), BENCH_OLD (a directory
+// BENCH_ROUNDS (fresh-isolate rounds, default 5), BENCH_READ_ROUNDS and
+// BENCH_WRITE_ROUNDS (the read and flat-out write runs come in rounds, every
+// side in turn, defaults 3 and 4: the machine is shared and its load
+// changes), BENCH_OLD (a directory
 // holding an earlier build of the service as one Worker, index.js and
 // index_bg.wasm: its reads, writes and starts are measured beside ours in
 // the same run).
@@ -44,6 +47,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const WRITES = Number(process.env.BENCH_WRITES ?? 640);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const OLD = process.env.BENCH_OLD ? path.resolve(process.env.BENCH_OLD) : null;
+// Rounds of the read and write runs: each round runs every side in turn.
+const READ_ROUNDS = Number(process.env.BENCH_READ_ROUNDS ?? 3);
+const WRITE_ROUNDS = Number(process.env.BENCH_WRITE_ROUNDS ?? 4);
 
 const compatibilityDate = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8").match(
   /^compatibility_date\s*=\s*"([^"]+)"/m,
@@ -131,6 +137,7 @@ async function load(opts) {
     // Over the run's own duration (autocannon's per-second average is
     // coarse for a fixed number of requests).
     rps: Math.round(r.requests.total / r.duration),
+    seconds: r.duration,
     p50_ms: r.latency.p50,
     p99_ms: r.latency.p99,
     total: r.requests.total,
@@ -141,6 +148,28 @@ async function load(opts) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Several runs of one side as one: requests over their summed duration, the
+ * median of their p50s and p99s, every answer and error counted. The rounds
+ * alternate the sides, so a machine whose load changes meanwhile (it is
+ * shared) weighs on each side alike.
+ */
+function merged(runs) {
+  const sum = (f) => runs.reduce((a, r) => a + f(r), 0);
+  const seconds = sum((r) => r.seconds);
+  return {
+    rps: Math.round(sum((r) => r.total) / seconds),
+    seconds: +seconds.toFixed(2),
+    p50_ms: median(runs.map((r) => r.p50_ms)),
+    p99_ms: median(runs.map((r) => r.p99_ms)),
+    total: sum((r) => r.total),
+    by_status: Object.fromEntries(["2xx", "3xx", "4xx", "5xx"].map((c) => [c, sum((r) => r.by_status[c])])),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    round_rps: runs.map((r) => r.rps),
+  };
+}
 
 async function timedFetch(url, init) {
   const t = performance.now();
@@ -223,9 +252,14 @@ const results = {
     for (const origin of origins) await load({ url: origin + p, headers, duration: 1 });
   }
   for (const [name, p, headers] of scenarios) {
-    const o = await load({ url: oursOrigin + p, headers, duration: SECONDS });
-    const f = await load({ url: floorOrigin + p, headers, duration: SECONDS });
-    const b = oldOrigin ? await load({ url: oldOrigin + p, headers, duration: SECONDS }) : null;
+    const runs = { o: [], f: [], b: [] };
+    for (let round = 0; round < READ_ROUNDS; round++) {
+      runs.o.push(await load({ url: oursOrigin + p, headers, duration: SECONDS }));
+      runs.f.push(await load({ url: floorOrigin + p, headers, duration: SECONDS }));
+      if (oldOrigin) runs.b.push(await load({ url: oldOrigin + p, headers, duration: SECONDS }));
+    }
+    const [o, f] = [merged(runs.o), merged(runs.f)];
+    const b = oldOrigin ? merged(runs.b) : null;
     results.reads.push({
       name,
       ours: o,
@@ -256,8 +290,15 @@ const results = {
   // warm-up), as for an agent that writes a few times a day for months. The
   // first write of a fresh isolate is measured on its own below.
   const WARM = 4;
-  const each = Math.ceil(WRITES / CONNECTIONS) + 8;
-  const paced = Math.ceil(WRITES / 2 / CONNECTIONS) + 8;
+  // The flat-out writes run in rounds, every side in turn. A connection of an
+  // amount-limited run may send more than its share, and autocannon starts a
+  // connection's list over when it reaches its end (a replayed seq, a 409):
+  // each connection gets twice its share per round, and a round starts after
+  // the last body the one before could have used (seqs may skip, never repeat).
+  const perRound = Math.ceil(WRITES / WRITE_ROUNDS);
+  const roundSpan = 2 * Math.ceil(perRound / CONNECTIONS) + 8;
+  const each = WRITE_ROUNDS * roundSpan;
+  const paced = 2 * Math.ceil(WRITES / 2 / CONNECTIONS) + 8;
   const mine = signedWrites(CONNECTIONS, WARM + each + paced, "Benchmark");
   const theirs = signedWrites(CONNECTIONS, WARM + each + paced, "Floor");
   const same = signedWrites(CONNECTIONS, WARM + each, "Same I/O");
@@ -275,11 +316,21 @@ const results = {
   await load({ ...puts(slice(same, 0, WARM)), url: sameOrigin, amount: CONNECTIONS * WARM });
   await load({ ...puts(slice(required, 0, WARM)), url: requiredOrigin, amount: CONNECTIONS * WARM });
   if (before) await load({ ...puts(slice(earlier, 0, WARM)), url: oldOrigin, amount: CONNECTIONS * WARM });
-  const o = await load({ ...puts(slice(mine, WARM, WARM + each)), url: oursOrigin, amount: WRITES });
-  const f = await load({ ...puts(slice(theirs, WARM, WARM + each)), url: floorOrigin, amount: WRITES });
-  const s = await load({ ...puts(slice(same, WARM)), url: sameOrigin, amount: WRITES });
-  const q = await load({ ...puts(slice(required, WARM)), url: requiredOrigin, amount: WRITES });
-  const b = before ? await load({ ...puts(slice(earlier, WARM)), url: oldOrigin, amount: WRITES }) : null;
+  const sides = [
+    [mine, oursOrigin],
+    [theirs, floorOrigin],
+    [same, sameOrigin],
+    [required, requiredOrigin],
+    ...(before ? [[earlier, oldOrigin]] : []),
+  ];
+  const runs = sides.map(() => []);
+  for (let round = 0; round < WRITE_ROUNDS; round++) {
+    const from = WARM + round * roundSpan;
+    for (const [i, [agents, url]] of sides.entries()) {
+      runs[i].push(await load({ ...puts(slice(agents, from, from + roundSpan)), url, amount: perRound }));
+    }
+  }
+  const [o, f, s, q, b] = runs.map(merged);
   // Latency where it means something: the flat-out runs above measure
   // queueing as much as service (16 closed-loop connections against a
   // saturated runtime), so both sides also run at the same fixed rate, half
@@ -287,6 +338,8 @@ const results = {
   const rate = Math.max(4, Math.round(o.rps / 2));
   const paceRun = (agents, url) =>
     load({ ...puts(slice(agents, WARM + each)), url, amount: Math.round(WRITES / 2), overallRate: rate });
+  // (Paced, the sides run one after the other: at a fixed rate the load of
+  // the machine weighs on latency, not on the rate.)
   const op = await paceRun(mine, oursOrigin);
   const fp = await paceRun(theirs, floorOrigin);
   results.writes = {
