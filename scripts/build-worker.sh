@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the Worker into build/ (index.js + index_bg.wasm) with worker-build,
-# and the Capsule Explorer's static assets into build/assets/ (public/ as
-# checked in, plus the core compiled for the browser: explorer/core.js +
-# core_bg.wasm), which wrangler serves through [assets] in wrangler.toml.
+# Builds the service's two Workers with worker-build: the entry Worker
+# (workers/entry/) into build/ (index.js + index_bg.wasm) and the write
+# Worker (workers/write/) beside it into build/write/; and the Capsule
+# Explorer's static assets into build/assets/ (public/ as checked in, plus
+# the core compiled for the browser: explorer/core.js + core_bg.wasm), which
+# wrangler serves through [assets] in wrangler.toml.
 #
 # worker-build normally downloads wasm-bindgen, wasm-opt and esbuild from the
 # internet. We point it at local copies instead (it reads *_BIN env vars, not
@@ -35,23 +37,33 @@ export ESBUILD_BIN="${ESBUILD_BIN:-$PWD/node_modules/.bin/esbuild}"
 WASM_OPT_FEATURES=(--enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int
   --enable-bulk-memory --enable-multivalue --enable-reference-types)
 
-if [[ -f build/index.js ]] && ! stale build/index_bg.wasm src Cargo.toml Cargo.lock; then
-  echo "build-worker: the Worker in build/ is up to date"
-else
+# One Worker: the crate in $1 (under workers/) into the directory $2 (under
+# build/), unless it is newer than every input.
+build_worker() {
+  local crate=$1 out=$2 name=$3
+  if [[ -f $out/index.js ]] && ! stale "$out/index_bg.wasm" src "$crate" vendor Cargo.toml Cargo.lock; then
+    echo "build-worker: the $name Worker in $out/ is up to date"
+    return
+  fi
+  local start end raw gz
   start=$(date +%s)
-  worker-build --release
+  # The output directory is relative to the crate.
+  worker-build --release --out-dir "$(realpath --relative-to="$crate" "$out")" "$crate"
   # worker-build keeps the wasm "name" section (function and data names: ~300 KB,
   # ~80 KB gzipped, a tenth of the Worker) for readable stack traces. Panics
   # still log their message and source location without it; the size budget
   # (1 MiB gzipped: a smaller module starts faster) wins.
-  "$WASM_OPT_BIN" build/index_bg.wasm -o build/index_bg.wasm --strip-debug --strip-producers \
+  "$WASM_OPT_BIN" "$out/index_bg.wasm" -o "$out/index_bg.wasm" --strip-debug --strip-producers \
     "${WASM_OPT_FEATURES[@]}" --enable-exception-handling
   end=$(date +%s)
+  raw=$(stat -c %s "$out/index_bg.wasm")
+  gz=$(gzip -9 -c "$out/index_bg.wasm" | wc -c)
+  echo "build-worker: $name Worker built in $((end - start)) s; $out/index_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
+}
 
-  raw=$(stat -c %s build/index_bg.wasm)
-  gz=$(gzip -9 -c build/index_bg.wasm | wc -c)
-  echo "build-worker: built in $((end - start)) s; index_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
-fi
+mkdir -p build/write
+build_worker workers/entry build entry
+build_worker workers/write build/write write
 
 # The Explorer's wasm: the core without the Worker (explorer/, default
 # features off), bound for the browser. Kept in build/explorer-core/ and

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the Worker locally on http://127.0.0.1:8787 (PORT=… for another) with
-# wrangler dev: real workerd, local KV and Durable Objects persisted under
-# .wrangler/state (so capsules survive restarts; `npm start -- --persist-to
-# DIR` for another directory). No Cloudflare account is needed. Any other
-# arguments go to `wrangler dev`.
+# Runs the service locally on http://127.0.0.1:8787 (PORT=… for another) with
+# wrangler dev: both Workers (the entry, which gets every request, and the
+# write Worker behind its service binding) in one real workerd, local KV and
+# Durable Objects persisted under .wrangler/state (so capsules survive
+# restarts; `npm start -- --persist-to DIR` for another directory). No
+# Cloudflare account is needed. Any other arguments go to `wrangler dev`;
+# each `--var NAME:VALUE` reaches both Workers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
@@ -37,16 +39,40 @@ for arg in "$@"; do
     *SELFCAP_WATCH_UPSTREAM*) upstream=() ;;
   esac
 done
+# wrangler dev gives its flags to the first config (the entry) only: the
+# write Worker gets every var in a config of its own (scripts/dev-config.mjs),
+# made for this run and removed with it.
+vars=()
+collecting=0
+for arg in "${origin[@]}" "${upstream[@]}" "$@"; do
+  case "$arg" in
+    --var) collecting=1 ;;
+    --var=*) vars+=("${arg#--var=}"); collecting=0 ;;
+    -*) collecting=0 ;;
+    *) [[ $collecting == 1 ]] && vars+=("$arg") ;;
+  esac
+done
 # Build once up front (wrangler's [build] hook then finds build/ up to date).
 bash scripts/build-worker.sh
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/selfcap-start.XXXXXX")
+fixture_pid=
+cleanup() {
+  if [[ -n $fixture_pid ]]; then kill "$fixture_pid" 2>/dev/null || true; fi
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+node scripts/dev-config.mjs "$run_dir" "${vars[@]}"
 if [[ ${#upstream[@]} -gt 0 ]]; then
   node scripts/ddv1-fixture-server.mjs --port "$fixture_port" --state v1 &
   fixture_pid=$!
-  trap 'kill "$fixture_pid" 2>/dev/null || true' EXIT INT TERM
 fi
 # --test-scheduled: GET /__scheduled runs the cron trigger (the world
-# refresh) on demand, as wrangler dev does not run cron triggers itself.
+# refresh) on demand, as wrangler dev does not run cron triggers itself. It
+# reaches the entry, which hands it to the write Worker's handler.
 npx --no-install wrangler dev \
+  -c wrangler.toml -c "$run_dir/wrangler.json" \
   --ip 127.0.0.1 --port "$port" \
   --show-interactive-dev-session=false \
   --test-scheduled \

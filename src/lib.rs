@@ -2,10 +2,15 @@
 //!
 //! - [`core`]: the pure protocol core (parse, canonicalise, validate, scan,
 //!   verify, render, quota and history logic). No I/O, no worker types; built
-//!   natively for tests, benches and the `selfcap` CLI, and into the Worker.
-//! - `worker` (wasm32 only, feature `worker`, on by default): HTTP routing, KV
-//!   reads and the per-agent Durable Object write path. The Capsule
-//!   Explorer's browser build (`explorer/`) is the core without it.
+//!   natively for tests, benches and the `selfcap` CLI, and into the Workers.
+//!   Feature `core-full` is all of it; without it, only the read path's part
+//!   (what the entry Worker needs).
+//! - `worker` (wasm32 only): the Worker layer, compiled for one of the
+//!   service's two Workers. Feature `worker` (on by default) is the write
+//!   Worker (`workers/write/`): every route, KV, the Durable Objects;
+//!   feature `entry` is the entry Worker (`workers/entry/`): the read routes
+//!   from KV and the location's read cache, everything else forwarded. The
+//!   Capsule Explorer's browser build (`explorer/`) is the core without it.
 //! - [`client`] (native only): the client library behind the `selfcap` CLI.
 //! - [`cli`] (native only): the `selfcap` CLI itself, as one function
 //!   ([`cli::run`]) that the binary and the Python package's command call.
@@ -17,14 +22,20 @@
 pub mod core;
 
 /// The native client library behind the `selfcap` CLI. Never part of a wasm
-/// build (the Worker's or the wasip1 benchmark's).
-#[cfg(not(target_arch = "wasm32"))]
+/// build (the Worker's or the wasip1 benchmark's). On the whole core.
+#[cfg(all(not(target_arch = "wasm32"), feature = "core-full"))]
 pub mod client;
 
 /// The `selfcap` command line (arguments, dispatch, output, exit codes) over
 /// [`client`]. Native only, like it.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "core-full"))]
 pub mod cli;
 
-#[cfg(all(target_arch = "wasm32", target_os = "unknown", feature = "worker"))]
-mod worker;
+/// The Worker layer; its entry points are called by the Worker crates
+/// (`workers/entry/`, `workers/write/`).
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    feature = "worker-reads"
+))]
+pub mod worker;

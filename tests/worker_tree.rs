@@ -3,6 +3,12 @@
 //! failure, http}`, and leaves that use nothing above them. The Worker only compiles for wasm, so
 //! this reads its `use` paths (`crate::worker::…`, `super::…`) from the
 //! source and fails on an import cycle or an edge against the layering.
+//!
+//! The same source is two Workers: the write Worker (feature `worker`)
+//! compiles all of it; the entry Worker (feature `entry`) compiles what is
+//! not gated by `#[cfg(feature = "worker")]`. Read as the entry compiles it
+//! (gated items dropped), no module may reach a write-only one, nor the
+//! core's write side.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -179,7 +185,31 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
     // the leaves;
     // kv, storage and rpc (the outside services) use only leaves.
     const ABOVE_LEAVES: &[&str] = &[
-        "kv", "storage", "rpc", "http", "failure", "do_wire", "handlers", "objects", "routes",
+        "kv",
+        "storage",
+        "rpc",
+        "http",
+        "failure",
+        "do_json",
+        "do_wire",
+        "nonce_wire",
+        "handlers",
+        "objects",
+        "routes",
+        "read_route",
+        "entry",
+    ];
+    // The calls into the Durable Objects and their transport.
+    const BELOW_WIRE: &[&str] = &[
+        "routes",
+        "read_route",
+        "entry",
+        "handlers",
+        "objects",
+        "http",
+        "failure",
+        "storage",
+        "kv",
     ];
     let rules: &[(&str, &[&str])] = &[
         ("config", ABOVE_LEAVES),
@@ -188,18 +218,27 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
         ("lock", ABOVE_LEAVES),
         ("log", ABOVE_LEAVES),
         ("request", ABOVE_LEAVES),
+        ("entry_wire", ABOVE_LEAVES),
+        ("cold", ABOVE_LEAVES),
         ("kv", ABOVE_LEAVES),
         ("storage", ABOVE_LEAVES),
         ("rpc", ABOVE_LEAVES),
-        ("routes", &["objects", "kv", "storage", "do_wire"]),
-        ("handlers", &["routes", "objects", "storage"]),
-        ("objects", &["routes", "handlers"]),
+        ("routes", &["objects", "kv", "storage", "do_wire", "entry"]),
+        // The read routes' dispatch and the entry Worker sit where routes
+        // does; neither knows the other Worker's router.
         (
-            "do_wire",
-            &[
-                "routes", "handlers", "objects", "http", "failure", "storage", "kv",
-            ],
+            "read_route",
+            &["routes", "entry", "objects", "kv", "storage", "do_wire"],
         ),
+        ("entry", &["routes", "objects", "kv", "storage", "do_wire"]),
+        (
+            "handlers",
+            &["routes", "read_route", "entry", "objects", "storage"],
+        ),
+        ("objects", &["routes", "read_route", "entry", "handlers"]),
+        ("do_wire", BELOW_WIRE),
+        ("do_json", BELOW_WIRE),
+        ("nonce_wire", BELOW_WIRE),
         // Failures are answered with http's builders, and used by
         // everything above it.
         (
@@ -228,13 +267,265 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
     problems
 }
 
+/// The gate of the write Worker's code: what follows it is not compiled
+/// into the entry Worker.
+const WRITE_GATE: &str = "#[cfg(feature = \"worker\")]";
+
+/// The core's write side, which the entry Worker never uses and does not
+/// compile (each is gated by the `core-full` feature, checked below):
+/// modules, and the parts of modules whose read part it does use.
+const CORE_WRITE_SIDE: &[&str] = &[
+    "safety",
+    "write",
+    "validate",
+    "mcp",
+    "projection",
+    "world",
+    "render",
+    "diff",
+    "mirror",
+    "bootstrap",
+    "watch",
+    "upgrade::amount",
+    "upgrade::claim",
+    "upgrade::config",
+    "upgrade::evm",
+    "upgrade::invoice",
+    "upgrade::outcome",
+    "upgrade::quote",
+    "upgrade::receipt",
+    "upgrade::x402",
+    "key_log::build",
+    "key_log::event",
+    "key_log::log",
+    "key_log::state",
+    "key_log::submit",
+    "history::export",
+    "history::timeline",
+];
+
+/// Whether `module` (a path under `src/core/`) is declared behind the
+/// `core-full` feature in its parent's file.
+fn core_gated(module: &str) -> bool {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/core");
+    let (parent, name) = module.rsplit_once("::").unwrap_or(("", module));
+    let file = match parent {
+        "" => root.join("mod.rs"),
+        p if root.join(p).join("mod.rs").exists() => root.join(p).join("mod.rs"),
+        p => root.join(format!("{p}.rs")),
+    };
+    let src = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = src.lines().map(str::trim).collect();
+    lines.iter().enumerate().any(|(i, l)| {
+        *l == format!("pub mod {name};")
+            && i > 0
+            && lines[i - 1] == "#[cfg(feature = \"core-full\")]"
+    })
+}
+
+/// `src` as the entry Worker compiles it: every item, statement, field or
+/// match arm right after a [`WRITE_GATE`] dropped.
+fn entry_view(src: &str) -> String {
+    let mut out = String::new();
+    let mut rest = src;
+    while let Some(at) = rest.find(WRITE_GATE) {
+        // A gate named in a comment gates nothing.
+        let line = &rest[rest[..at].rfind('\n').map_or(0, |i| i + 1)..at];
+        if line.contains("//") {
+            out.push_str(&rest[..at + WRITE_GATE.len()]);
+            rest = &rest[at + WRITE_GATE.len()..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        rest = after_item(&rest[at + WRITE_GATE.len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What follows the item `src` starts with (its attributes and comments
+/// included): it ends at a `;` or `,` outside brackets, or where its first
+/// bracket closes with a `}` (a `,` right after goes with it). Strings and
+/// comments are skipped.
+fn after_item(src: &str) -> &str {
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    let mut depth = 0i32;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    let after = &src[i + 1..];
+                    return after.strip_prefix(',').unwrap_or(after);
+                }
+            }
+            b';' | b',' if depth == 0 => return &src[i + 1..],
+            _ => {}
+        }
+        i += 1;
+    }
+    ""
+}
+
+/// The modules the entry Worker does not compile: those whose `mod` is
+/// gated in their parent, and everything under them.
+fn write_only(sources: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for module in sources.keys().filter(|m| !m.is_empty()) {
+        let mut parts: Vec<&str> = module.split("::").collect();
+        while let Some(name) = parts.pop() {
+            let parent = parts.join("::");
+            let view = entry_view(sources.get(&parent).map_or("", String::as_str));
+            let declared = view.split([';', '\n']).any(|l| {
+                l.trim().strip_prefix("pub ").unwrap_or(l.trim()) == format!("mod {name}")
+            });
+            if !declared {
+                out.insert(module.clone());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The entry Worker's modules as it compiles them, and what in them reaches
+/// the write side: a write-only module of the Worker, or the core's write
+/// side.
+fn entry_reaches_write_side(sources: &BTreeMap<String, String>) -> Vec<String> {
+    let write = write_only(sources);
+    // Every module stays known (so a path into one resolves to it), but
+    // only the entry's own contribute edges.
+    let entry: BTreeMap<String, String> = sources
+        .iter()
+        .map(|(m, src)| match write.contains(m) {
+            true => (m.clone(), String::new()),
+            false => (m.clone(), entry_view(src)),
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for (a, b) in edges(&entry) {
+        if write.contains(&b) || write.iter().any(|w| b.starts_with(&format!("{w}::"))) {
+            problems.push(format!("{a} uses the write Worker's {b}"));
+        }
+    }
+    for (module, src) in &entry {
+        let code: String = src
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for side in CORE_WRITE_SIDE {
+            let path = format!("crate::core::{side}");
+            let named = code.match_indices(&path).any(|(i, _)| {
+                !code[i + path.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if named {
+                problems.push(format!("{module} uses {path}"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_entry_worker_compiles_none_of_the_write_side() {
+    // The core's write side is what `core-full` gates.
+    let ungated: Vec<&&str> = CORE_WRITE_SIDE.iter().filter(|m| !core_gated(m)).collect();
+    assert!(ungated.is_empty(), "not behind `core-full`: {ungated:?}");
+    assert!(!core_gated("urls") && !core_gated("key_log::served"));
+    let sources = worker_sources();
+    let write = write_only(&sources);
+    // The split was really read: the write side is gated, the read path is
+    // not.
+    for m in [
+        "do_wire",
+        "objects",
+        "objects::agent",
+        "routes",
+        "handlers::write",
+        "handlers::mcp",
+    ] {
+        assert!(write.contains(m), "{m} is compiled into the entry Worker");
+    }
+    for m in [
+        "read_route",
+        "handlers::reads",
+        "handlers::history",
+        "handlers::signer",
+        "read_cache",
+        "nonce_wire",
+        "entry",
+        "entry::forward",
+    ] {
+        assert!(
+            !write.contains(m),
+            "{m} is not compiled into the entry Worker"
+        );
+    }
+    let problems = entry_reaches_write_side(&sources);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn the_entry_check_notices_a_use_of_the_write_side() {
+    // An ungated use of the Durable Object calls in a read handler.
+    let mut sources = worker_sources();
+    let reads = sources.get_mut("handlers::reads").unwrap();
+    reads.push_str("\nuse crate::worker::do_wire::WaitCall;\n");
+    assert_eq!(
+        entry_reaches_write_side(&sources),
+        ["handlers::reads uses the write Worker's do_wire"]
+    );
+    // The same use, gated: fine.
+    let mut sources = worker_sources();
+    let reads = sources.get_mut("handlers::reads").unwrap();
+    reads.push_str("\n#[cfg(feature = \"worker\")]\nuse crate::worker::do_wire::WaitCall;\n");
+    assert!(entry_reaches_write_side(&sources).is_empty());
+    // A gated function's body is dropped whole, inline paths and all.
+    let mut sources = worker_sources();
+    let signer = sources.get_mut("handlers::signer").unwrap();
+    signer.push_str(
+        "\n#[cfg(feature = \"worker\")]\nfn f() { let x = \"}\"; crate::worker::do_wire::g(); }\nfn h() {}\n",
+    );
+    assert!(entry_reaches_write_side(&sources).is_empty());
+    // The core's write side, ungated.
+    let mut sources = worker_sources();
+    let history = sources.get_mut("handlers::history").unwrap();
+    history.push_str("\nfn f() { crate::core::safety::scan(&x); }\n");
+    assert_eq!(
+        entry_reaches_write_side(&sources),
+        ["handlers::history uses crate::core::safety"]
+    );
+    // A module whose declaration is ungated joins the entry Worker.
+    let mut sources = worker_sources();
+    let root = sources.get_mut("").unwrap();
+    *root = root.replace("#[cfg(feature = \"worker\")]\nmod rpc;", "mod rpc;");
+    assert!(!write_only(&sources).contains("rpc"));
+}
+
 #[test]
 fn the_worker_import_graph_has_no_cycle_and_keeps_its_layers() {
     let sources = worker_sources();
     let e = edges(&sources);
     // The graph was really read: the edges the design names are there.
     for (a, b) in [
-        ("routes", "handlers::reads"),
         ("handlers::write", "do_wire"),
         ("handlers::reads", "http"),
         ("handlers::reads", "failure"),
@@ -258,6 +549,13 @@ fn the_worker_import_graph_has_no_cycle_and_keeps_its_layers() {
         ("handlers::mcp", "handlers::reads"),
         ("handlers::mcp", "handlers::history"),
         ("handlers::mcp", "handlers::write"),
+        // Both Workers read through the same dispatch.
+        ("routes", "read_route"),
+        ("entry", "read_route"),
+        ("read_route", "handlers::reads"),
+        ("handlers::signer", "nonce_wire"),
+        ("nonce_wire", "do_json"),
+        ("do_wire", "do_json"),
     ] {
         assert!(
             e.contains(&(a.to_owned(), b.to_owned())),

@@ -24,6 +24,7 @@
 //! | clock formatting                          | [`time`]    |
 //! | the USDC upgrade: invoices, claims, payment checks | [`upgrade`] |
 //! | every public URL, route and method        | [`urls`]    |
+//! | which of the two Workers answers a request | [`entry`]  |
 //! | MCP tools: catalogue, arguments, patches  | [`mcp`]     |
 //! | rehydration prompt rendering              | [`render`]  |
 //! | push on change: watch caps, close codes, long-poll `wait` | [`watch`] |
@@ -38,32 +39,45 @@
 #![warn(missing_docs)]
 
 pub mod access;
+#[cfg(feature = "core-full")]
 pub mod bootstrap;
 pub mod conditional;
 pub mod crypto;
+#[cfg(feature = "core-full")]
 pub mod diff;
+pub mod entry;
 pub mod history;
 pub mod jcs;
 pub mod json;
 pub mod key_log;
 pub mod limits;
+#[cfg(feature = "core-full")]
 pub mod mcp;
+#[cfg(feature = "core-full")]
 pub mod mirror;
 pub mod model;
+#[cfg(feature = "core-full")]
 pub mod operator;
+#[cfg(feature = "core-full")]
 pub mod projection;
 pub mod quota;
 pub mod read_auth;
 pub mod reason;
 pub mod record;
+#[cfg(feature = "core-full")]
 pub mod render;
+#[cfg(feature = "core-full")]
 pub mod safety;
 pub mod time;
 pub mod upgrade;
 pub mod urls;
+#[cfg(feature = "core-full")]
 pub mod validate;
+#[cfg(feature = "core-full")]
 pub mod watch;
+#[cfg(feature = "core-full")]
 pub mod world;
+#[cfg(feature = "core-full")]
 pub mod write;
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::core::key_log::KeysSummary;
 use crate::core::limits::{Tier, TierTable, HEAD_TTL_SEC};
 use crate::core::quota::{Usage, Window};
 use crate::core::time::rfc3339;
-use crate::core::upgrade::invoice::Entitlement;
+use crate::core::upgrade::entitlement::Entitlement;
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
 

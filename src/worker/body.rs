@@ -17,6 +17,7 @@
 //! [`DRAIN_WAIT`] of waiting for them (a client that stalls). Then the
 //! upload is cancelled and the answer goes out anyway.
 
+#[cfg(feature = "worker")]
 use crate::worker::request::Incoming;
 use futures_util::future::select;
 use std::time::Duration;
@@ -24,12 +25,15 @@ use worker::js_sys::{Reflect, Uint8Array};
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::web_sys::{self, ReadableStream, ReadableStreamDefaultReader};
-use worker::{Delay, Request, Response};
+#[cfg(feature = "worker")]
+use worker::Request;
+use worker::{Delay, Response};
 
 /// Why a body was not read.
 pub enum BodyError {
     /// More than the cap. `observed` is the declared length if there was one,
     /// otherwise how far we read before stopping (so at least cap + 1).
+    #[cfg(feature = "worker")]
     TooLarge { observed: u64 },
     /// The stream failed: the client's body ended before its declared
     /// length or broke off. Always the client's doing as far as the answer
@@ -44,6 +48,7 @@ pub const DRAIN_MAX: usize = 1 << 20;
 pub const DRAIN_WAIT: Duration = Duration::from_millis(1000);
 
 /// The whole body, or why not: more than `cap` bytes, or unreadable.
+#[cfg(feature = "worker")]
 pub async fn read_capped(req: &Incoming, cap: usize) -> Result<Vec<u8>, BodyError> {
     let stream = req.inner().body();
     let reader: Option<ReadableStreamDefaultReader> =
@@ -115,6 +120,7 @@ pub async fn response_bytes(resp: Response) -> worker::Result<Vec<u8>> {
 /// A whole request body in one `arrayBuffer()` call (see [`response_bytes`]).
 /// Uncapped: for the internal calls between the Worker and its objects,
 /// whose bodies the Worker built.
+#[cfg(feature = "worker")]
 pub async fn request_bytes(req: &Request) -> worker::Result<Vec<u8>> {
     let buffer = JsFuture::from(req.inner().array_buffer()?).await?;
     Ok(Uint8Array::new(&buffer).to_vec())

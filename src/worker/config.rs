@@ -7,12 +7,18 @@
 //! unset vars, plus deriving the service key's public half), paid by every
 //! read and twice by every write (the Worker and the agent's object).
 
+#[cfg(feature = "worker")]
 use crate::core::bootstrap::parse_origin;
+#[cfg(feature = "worker")]
 use crate::core::crypto::PublicKey;
+#[cfg(feature = "worker")]
 use crate::core::history::{Keyring, ServiceKey};
 use crate::core::limits::TierTable;
+#[cfg(feature = "worker")]
 use crate::core::upgrade::config::{UpgradeConfig, RPC_URL_VAR};
+#[cfg(feature = "worker")]
 use crate::core::upgrade::x402::cdp;
+#[cfg(feature = "worker")]
 use crate::core::upgrade::x402::config::X402Config;
 use std::cell::OnceCell;
 use std::rc::Rc;
@@ -21,30 +27,41 @@ use worker::{console_warn, Env};
 // Wasm isolates are single-threaded: one value per isolate.
 thread_local! {
     static CONFIG: OnceCell<Rc<Config>> = const { OnceCell::new() };
+}
+#[cfg(feature = "worker")]
+thread_local! {
     static SERVICE_KEYS: OnceCell<Rc<ServiceKeys>> = const { OnceCell::new() };
 }
 
 /// The KV namespace binding.
 pub const KV_BINDING: &str = "SELF";
 /// The per-agent Durable Object binding.
+#[cfg(feature = "worker")]
 pub const AGENT_DO_BINDING: &str = "AGENT_DO";
 /// The per-address quota Durable Object binding.
+#[cfg(feature = "worker")]
 pub const IP_QUOTA_DO_BINDING: &str = "IP_QUOTA_DO";
 /// The per-price invoice tag book binding.
+#[cfg(feature = "worker")]
 pub const TAGS_DO_BINDING: &str = "TAGS_DO";
 /// The per-payment record binding.
+#[cfg(feature = "worker")]
 pub const PAYMENT_DO_BINDING: &str = "PAYMENT_DO";
-/// One object per reader (agent id): the nonces of its signed reads.
+/// One object per reader (agent id): the nonces of its signed reads (in the
+/// entry Worker, a cross-script binding to the write Worker's class).
 pub const NONCE_DO_BINDING: &str = "NONCE_DO";
 /// The feed objects (`core::projection::push::shard_of`): watchers and
 /// long-polls of projected heads.
+#[cfg(feature = "worker")]
 pub const FEED_DO_BINDING: &str = "FEED_DO";
 /// Var naming the service's public origin (`https://host[:port]`), which
 /// bootstrap builds its absolute URLs on.
+#[cfg(feature = "worker")]
 pub const PUBLIC_ORIGIN_VAR: &str = "SELFCAP_PUBLIC_ORIGIN";
 
 /// Var naming the ddv1 world feed projected watch feeds read (a base URL,
 /// `https://host[:port]`); unset, the feed answers `watch_not_configured`.
+#[cfg(feature = "worker")]
 pub const WATCH_UPSTREAM_VAR: &str = "SELFCAP_WATCH_UPSTREAM";
 
 /// The vars a request needs.
@@ -54,8 +71,10 @@ pub struct Config {
     /// `SELFCAP_TEST_CLOCK == "1"`: honour the test clock header.
     pub test_clock: bool,
     /// [`PUBLIC_ORIGIN_VAR`], when set and well-formed.
+    #[cfg(feature = "worker")]
     pub public_origin: Option<String>,
     /// [`WATCH_UPSTREAM_VAR`], when set and well-formed.
+    #[cfg(feature = "worker")]
     pub watch_upstream: Option<String>,
 }
 
@@ -76,29 +95,32 @@ impl Config {
                 serde_json::to_string(&ignored).unwrap_or_default()
             );
         }
-        let public_origin = var(PUBLIC_ORIGIN_VAR).filter(|v| !v.trim().is_empty());
-        let parsed = public_origin.as_deref().and_then(parse_origin);
-        if public_origin.is_some() && parsed.is_none() {
-            console_warn!(
-                "{{\"event\":\"config_ignored\",\"var\":\"{PUBLIC_ORIGIN_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
-            );
-        }
-        let upstream = var(WATCH_UPSTREAM_VAR).filter(|v| !v.trim().is_empty());
-        let watch_upstream = upstream.as_deref().and_then(parse_origin);
-        if upstream.is_some() && watch_upstream.is_none() {
-            console_warn!(
-                "{{\"event\":\"config_ignored\",\"var\":\"{WATCH_UPSTREAM_VAR}\",\"problem\":\"not http(s)://host[:port]\"}}"
-            );
-        }
         Config {
             tiers,
             test_clock: var("SELFCAP_TEST_CLOCK").as_deref() == Some("1"),
-            public_origin: parsed,
-            watch_upstream,
+            #[cfg(feature = "worker")]
+            public_origin: origin_var(var, PUBLIC_ORIGIN_VAR),
+            #[cfg(feature = "worker")]
+            watch_upstream: origin_var(var, WATCH_UPSTREAM_VAR),
         }
     }
 }
 
+/// The origin var `name` (`SELFCAP_PUBLIC_ORIGIN`, `SELFCAP_WATCH_UPSTREAM`)
+/// when set and well-formed; a malformed one is logged and ignored.
+#[cfg(feature = "worker")]
+fn origin_var(var: impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    let raw = var(name).filter(|v| !v.trim().is_empty());
+    let parsed = raw.as_deref().and_then(parse_origin);
+    if raw.is_some() && parsed.is_none() {
+        console_warn!(
+            "{{\"event\":\"config_ignored\",\"var\":\"{name}\",\"problem\":\"not http(s)://host[:port]\"}}"
+        );
+    }
+    parsed
+}
+
+#[cfg(feature = "worker")]
 impl Config {
     /// The origin absolute URLs handed to agents are built on: the
     /// configured public origin, else the request URL's (on Cloudflare, a
@@ -114,6 +136,7 @@ impl Config {
 /// The USDC upgrade's settings, or (as `Err`) what keeps it off, by var
 /// name. Read only by the quote and claim paths (parsing addresses is not
 /// work a read should pay for), so not part of [`Config`].
+#[cfg(feature = "worker")]
 pub fn upgrade(env: &Env) -> Result<UpgradeConfig, Vec<String>> {
     UpgradeConfig::from_vars(|name| {
         let var = env.var(name).ok().map(|v| v.to_string());
@@ -133,6 +156,7 @@ pub fn upgrade(env: &Env) -> Result<UpgradeConfig, Vec<String>> {
 /// With `X402_FACILITATOR_AUTH=cdp` this also reads the CDP API key from the
 /// secrets `CDP_API_KEY_ID` and `CDP_API_KEY_SECRET` (`wrangler secret put`);
 /// the problems it reports name them, never their values.
+#[cfg(feature = "worker")]
 pub fn x402(env: &Env, up: &UpgradeConfig) -> Result<Option<X402Config>, Vec<String>> {
     X402Config::from_vars(
         |name| {
@@ -147,12 +171,15 @@ pub fn x402(env: &Env, up: &UpgradeConfig) -> Result<Option<X402Config>, Vec<Str
 }
 
 /// Worker secret holding the service's Ed25519 seed (64 hex characters).
+#[cfg(feature = "worker")]
 pub const SERVICE_KEY_SECRET: &str = "SERVICE_SIGNING_KEY";
 /// Var listing retired service public keys (comma-separated hex), so seals
 /// made before a rotation still verify.
+#[cfg(feature = "worker")]
 pub const RETIRED_KEYS_VAR: &str = "SERVICE_RETIRED_KEYS";
 
 /// The service's sealing key and the keyring it publishes.
+#[cfg(feature = "worker")]
 pub struct ServiceKeys {
     /// `None` when the secret is missing or malformed: writes then fail
     /// closed (503) rather than sealing with a made-up key.
@@ -162,10 +189,12 @@ pub struct ServiceKeys {
 
 /// The isolate's service keys (read from `env` on first use; the service
 /// key's public half is derived once).
+#[cfg(feature = "worker")]
 pub fn service_keys(env: &Env) -> Rc<ServiceKeys> {
     SERVICE_KEYS.with(|k| k.get_or_init(|| Rc::new(read_service_keys(env))).clone())
 }
 
+#[cfg(feature = "worker")]
 fn read_service_keys(env: &Env) -> ServiceKeys {
     let raw = env
         .secret(SERVICE_KEY_SECRET)

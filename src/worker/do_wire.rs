@@ -17,7 +17,7 @@
 //! | [`QuoteSlot`]        | quote handler   | the client address's quota object |
 //! | [`TagAsk`]           | the agent object| the tag book of one price |
 //! | [`PaymentBind`]      | the agent object| the record of one payment |
-//! | [`NonceCheck`]       | a signed read   | the nonce book of its reader |
+//! | [`NonceCheck`] (`nonce_wire`) | a signed read   | the nonce book of its reader |
 //! | [`feed::FeedCall`]   | the feed handler, the world refresh, an agent object | a feed object |
 //!
 //! The objects are not reachable from outside the Worker, so they trust
@@ -27,13 +27,14 @@ pub mod feed;
 
 use super::body;
 use super::clock;
-use super::config::{
-    AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, NONCE_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING,
-};
+use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING};
+pub use super::do_json::{answer, not_a_call};
+use super::do_json::{ask, json_of, read_posted};
+/// The read path's one call (also made by the entry Worker).
+pub use super::nonce_wire::NonceCheck;
 use crate::core::crypto::AgentId;
 use crate::core::history::Viewer;
 use crate::core::limits::Tier;
-use crate::core::read_auth::Admit;
 use crate::core::upgrade::outcome::PaymentRecord;
 use serde::{Deserialize, Serialize};
 use worker::js_sys::Uint8Array;
@@ -51,7 +52,6 @@ const WATCH_URL: &str = "https://agent.do/watch";
 const WAIT_URL: &str = "https://agent.do/wait";
 const TAG_URL: &str = "https://tags.do/allocate";
 const BIND_URL: &str = "https://payment.do/bind";
-const NONCE_URL: &str = "https://nonce.do/check";
 /// The agent (a Durable Object does not reliably know its own name).
 const AGENT_HEADER: &str = "x-selfcap-agent";
 /// The Worker's "now", so both halves of one request agree on the time.
@@ -494,11 +494,6 @@ impl AgentCall {
     }
 }
 
-/// Object side: the answer to anything that is not a call.
-pub fn not_a_call() -> Response {
-    ResponseBuilder::new().with_status(404).empty()
-}
-
 /// A new-agent slot request to the quota object of one client address.
 #[derive(Serialize, Deserialize)]
 pub struct Reserve {
@@ -552,54 +547,6 @@ impl Reserve {
             },
         })
     }
-}
-
-/// Posts `body` to `url` on the object `name` of `binding` and reads the
-/// JSON answer (200 only).
-async fn ask<A: for<'de> Deserialize<'de>>(
-    env: &Env,
-    binding: &str,
-    name: &str,
-    url: &str,
-    body: &impl Serialize,
-) -> worker::Result<A> {
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_body(Some(serde_json::to_string(body)?.into()));
-    let stub = env
-        .durable_object(binding)?
-        .id_from_name(name)?
-        .get_stub()?;
-    let resp = stub
-        .fetch_with_request(Request::new_with_init(url, &init)?)
-        .await?;
-    if resp.status_code() != 200 {
-        return Err(format!("{binding} answered {}", resp.status_code()).into());
-    }
-    Ok(serde_json::from_slice(&body::response_bytes(resp).await?)?)
-}
-
-/// Reads a call of type `T` posted to `url`; `None` for anything else.
-async fn read_posted<T: for<'de> Deserialize<'de>>(
-    req: Request,
-    url: &str,
-) -> worker::Result<Option<T>> {
-    if req.method() != Method::Post || req.url()?.as_str() != url {
-        return Ok(None);
-    }
-    Ok(Some(json_of(&req).await?))
-}
-
-/// An internal call's JSON body.
-async fn json_of<T: for<'de> Deserialize<'de>>(req: &Request) -> worker::Result<T> {
-    Ok(serde_json::from_slice(&body::request_bytes(req).await?)?)
-}
-
-/// The JSON answer of an internal call.
-pub fn answer(value: &impl Serialize) -> worker::Result<Response> {
-    Ok(ResponseBuilder::new()
-        .with_status(200)
-        .fixed(serde_json::to_vec(value)?))
 }
 
 /// A quote slot of one client address (quotes per rolling 24 h).
@@ -699,49 +646,5 @@ impl PaymentBind {
     /// Payment-record side: the answer.
     pub fn answer(bound: bool) -> worker::Result<Response> {
         answer(&BindAnswer { bound })
-    }
-}
-
-/// Admits the nonce of a verified signed read (see `NonceBook::admit`).
-#[derive(Serialize, Deserialize)]
-pub struct NonceCheck {
-    /// The signature's nonce.
-    pub nonce: String,
-    /// Until when it must be remembered (Unix seconds).
-    pub until_s: u64,
-    /// "Now" (Unix seconds).
-    pub now_s: u64,
-}
-
-#[derive(Serialize, Deserialize)]
-struct NonceAnswer {
-    /// `fresh`, `replayed` or `full`.
-    admit: String,
-}
-
-impl NonceCheck {
-    /// Worker side: the reader's nonce book decides.
-    pub async fn send(&self, env: &Env, reader: &AgentId) -> worker::Result<Admit> {
-        let a: NonceAnswer = ask(env, NONCE_DO_BINDING, reader.as_str(), NONCE_URL, self).await?;
-        Ok(match a.admit.as_str() {
-            "fresh" => Admit::Fresh,
-            "full" => Admit::Full,
-            _ => Admit::Replayed,
-        })
-    }
-    /// Nonce-book side: reads a request.
-    pub async fn read(req: Request) -> worker::Result<Option<NonceCheck>> {
-        read_posted(req, NONCE_URL).await
-    }
-    /// Nonce-book side: the answer.
-    pub fn answer(admit: Admit) -> worker::Result<Response> {
-        let admit = match admit {
-            Admit::Fresh => "fresh",
-            Admit::Replayed => "replayed",
-            Admit::Full => "full",
-        };
-        answer(&NonceAnswer {
-            admit: admit.into(),
-        })
     }
 }

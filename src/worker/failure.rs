@@ -8,6 +8,7 @@
 //! by its code in `core::reason`; this file only chooses the body's shape.
 
 use crate::core::reason::{ReasonCode, Refusal};
+#[cfg(feature = "worker")]
 use crate::core::write::Rejection;
 use crate::worker::http::{self, Audience};
 use crate::worker::log;
@@ -20,7 +21,9 @@ pub enum Failure {
     /// "retry_after_sec"?}` with the code's own status (and, to a PUT, the
     /// write's `accepted`/`reason_codes`).
     Refused(Refusal),
-    /// A write refused: the write's own body (`core::write::Rejection`).
+    /// A write refused: the write's own body (`core::write::Rejection`;
+    /// the write Worker's only).
+    #[cfg(feature = "worker")]
     Rejected(Rejection),
     /// 410 `cursor_not_found`, with where to start over.
     CursorNotFound {
@@ -48,6 +51,7 @@ impl Failure {
     }
 
     /// 503 `upgrades_not_configured`: this deployment takes no payments.
+    #[cfg(feature = "worker")]
     pub fn upgrades_not_configured() -> Failure {
         Failure::refused(
             ReasonCode::UpgradesNotConfigured,
@@ -56,9 +60,11 @@ impl Failure {
     }
 
     /// The reason code this failure answers with.
+    #[cfg(feature = "worker")]
     pub fn reason(&self) -> ReasonCode {
         match self {
             Failure::Refused(r) => r.code,
+            #[cfg(feature = "worker")]
             Failure::Rejected(rej) => rej
                 .reason_codes
                 .first()
@@ -81,6 +87,7 @@ impl Failure {
     pub fn response(self, audience: Audience, path: &str) -> Response {
         match self {
             Failure::Refused(r) => http::refusal(&r, audience),
+            #[cfg(feature = "worker")]
             Failure::Rejected(rej) => http::rejection(&rej).unwrap_or_else(|e| {
                 log::event(
                     "internal_error",
@@ -107,6 +114,7 @@ impl From<Refusal> for Failure {
     }
 }
 
+#[cfg(feature = "worker")]
 impl From<Rejection> for Failure {
     fn from(rej: Rejection) -> Failure {
         Failure::Rejected(rej)
@@ -143,6 +151,7 @@ impl From<serde_json::Error> for Failure {
 /// its response here, except a runtime error, which stays an error of the
 /// object's fetch (the Worker's call then answers the 503, as for any
 /// failed call into an object).
+#[cfg(feature = "worker")]
 pub fn settle(result: Result<Response, Failure>, audience: Audience) -> worker::Result<Response> {
     match result {
         Ok(resp) => Ok(resp),

@@ -10,6 +10,7 @@ use crate::core::conditional::{etag_header, Answer};
 pub use crate::core::conditional::{NO_STORE, PRIVATE_NO_STORE, READ_CACHE_CONTROL};
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::urls::Method;
+#[cfg(feature = "worker")]
 use crate::core::write::Rejection;
 use crate::worker::request::Incoming;
 use serde::Serialize;
@@ -35,6 +36,7 @@ pub fn respond(status: u16, body: Option<Vec<u8>>, cache_control: &'static str) 
 
 /// A JSON body from any serialisable value. Serialising our own plain structs
 /// cannot fail in practice; if it ever did, the caller turns the error into a 503.
+#[cfg(feature = "worker")]
 pub fn json<T: Serialize>(
     status: u16,
     value: &T,
@@ -132,6 +134,7 @@ fn error_body(
 
 /// The JSON body and status of a rejected write, with `Retry-After` when the
 /// core computed a wait.
+#[cfg(feature = "worker")]
 pub fn rejection(rej: &Rejection) -> worker::Result<Response> {
     let resp = json(rej.status(), rej, NO_STORE)?;
     if let Some(secs) = rej.retry_after_sec {

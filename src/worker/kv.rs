@@ -1,6 +1,6 @@
 //! The KV namespace every read comes from: exact-text gets and the puts and
-//! deletes of the mirror. Keys are decided in `core::record`; what to write
-//! and in which order in `core::mirror`.
+//! deletes of the mirror (the write Worker's only). Keys are decided in
+//! `core::record`; what to write and in which order in `core::mirror`.
 
 use super::config::KV_BINDING;
 use worker::kv::KvStore;
@@ -32,6 +32,7 @@ impl Kv {
 
     /// The texts stored at `keys`, in the given order, with one bulk get;
     /// each `None` where nothing is stored.
+    #[cfg(feature = "worker")]
     pub async fn texts_found(&self, keys: &[String]) -> worker::Result<Vec<Option<String>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
@@ -41,6 +42,7 @@ impl Kv {
     }
 
     /// Puts `value` at `key`; `false` if KV refused.
+    #[cfg(feature = "worker")]
     pub async fn put(&self, key: &str, value: &str) -> bool {
         match self.0.put(key, value) {
             Ok(put) => put.execute().await.is_ok(),
@@ -49,6 +51,7 @@ impl Kv {
     }
 
     /// Puts `value` at `key`, to expire after `ttl_sec`; `false` if KV refused.
+    #[cfg(feature = "worker")]
     pub async fn put_expiring(&self, key: &str, value: &str, ttl_sec: u64) -> bool {
         match self.0.put(key, value) {
             Ok(put) => put.expiration_ttl(ttl_sec).execute().await.is_ok(),
@@ -57,6 +60,7 @@ impl Kv {
     }
 
     /// Deletes `key`; `false` if KV refused.
+    #[cfg(feature = "worker")]
     pub async fn delete(&self, key: &str) -> bool {
         self.0.delete(key).await.is_ok()
     }

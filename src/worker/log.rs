@@ -21,6 +21,7 @@ pub fn line(v: &Value) {
 }
 
 /// Logs a line that is already JSON text.
+#[cfg(feature = "worker")]
 pub fn line_str(s: &str) {
     console_log!("{}", s);
 }

@@ -1,20 +1,34 @@
-//! The Cloudflare Worker: a thin shell that moves bytes between HTTP, KV and
+//! The Cloudflare Workers: a thin shell that moves bytes between HTTP, KV and
 //! Durable Object storage. Every protocol decision lives in `crate::core`.
 //!
-//! The modules form a tree (checked by `tests/worker_tree.rs`):
+//! One source, two Workers (docs/ARCHITECTURE.md, "Two Workers"): the write
+//! Worker (feature `worker`, `workers/write/`) compiles all of it: every
+//! route, the Durable Objects, the cron trigger; the entry Worker (feature
+//! `entry`, `workers/entry/`) compiles the read path and [`entry`] only,
+//! answers the reads and forwards the rest to the write Worker. What is
+//! `#[cfg(feature = "worker")]` is the write Worker's alone.
+//!
+//! The modules form a tree (checked by `tests/worker_tree.rs`, which also
+//! keeps the entry from reaching the write side):
 //! `routes -> handlers -> {failure -> http, kv, do_wire} -> core`, and the
 //! Durable Objects on `{do_wire, storage, failure, http}`; the leaves (config, clock, body,
 //! lock, log, request) use nothing above them.
 //!
 //! | concern                                         | module        |
 //! |-------------------------------------------------|---------------|
-//! | entry point: every failure answered             | this file     |
-//! | route a request to its handler                  | [`routes`]    |
+//! | the write Worker's entry points: every failure answered | this file |
+//! | the entry Worker: answer the reads, forward the rest | [`entry`] |
+//! | route a request to its handler (write Worker)   | [`routes`]    |
+//! | the read routes' dispatch (both Workers)        | [`read_route`] |
 //! | one function per public operation               | [`handlers`]  |
 //! | every response: headers, CORS, errors, 304/HEAD | [`http`]      |
 //! | why a request fails, and its one answer         | [`failure`]   |
 //! | the KV namespace                                | [`kv`]        |
+//! | the location's copy of public reads (Cache API) | [`read_cache`] |
 //! | the Worker <-> Durable Object calls, both halves| [`do_wire`]   |
+//! | a signed read's nonce check (both Workers)      | [`nonce_wire`] |
+//! | the transport of those calls (JSON in, JSON out) | [`do_json`]  |
+//! | the entry <-> write Worker contract             | [`entry_wire`] |
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
 //! | Durable Object storage (JSON values, atomic)    | [`storage`]   |
 //! | JSON-RPC to the payment chain                   | [`rpc`]       |
@@ -22,49 +36,76 @@
 //! | the world feed snapshot's refresh (ddv1 upstream) | [`world`]   |
 //! | vars and secrets                                | [`config`]    |
 //! | "now", capped body reads, the DO lock, logs     | [`clock`], [`body`], [`lock`], [`log`] |
+//! | cold paths kept out of the hot path's code      | [`cold`]      |
 //! | the incoming public request                     | [`request`]   |
 
+// Both Workers: the read path and what it stands on.
 mod body;
 mod clock;
+mod cold;
 mod config;
-mod do_wire;
-mod facilitator;
+mod do_json;
+mod entry_wire;
 mod failure;
 mod handlers;
 mod http;
 mod kv;
-mod lock;
 mod log;
-mod objects;
+mod nonce_wire;
 mod read_cache;
+mod read_route;
 mod request;
+
+// The write Worker only (feature `worker`).
+#[cfg(feature = "worker")]
+mod do_wire;
+#[cfg(feature = "worker")]
+mod facilitator;
+#[cfg(feature = "worker")]
+mod lock;
+#[cfg(feature = "worker")]
+mod objects;
+#[cfg(feature = "worker")]
 mod routes;
+#[cfg(feature = "worker")]
 mod rpc;
+#[cfg(feature = "worker")]
 mod storage;
+#[cfg(feature = "worker")]
 mod world;
 
+// The entry Worker only (feature `entry`).
+#[cfg(feature = "entry")]
+pub mod entry;
+
+#[cfg(feature = "worker")]
 use request::Incoming;
-use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
+#[cfg(feature = "worker")]
+use worker::{web_sys, Context, Env, ScheduleContext, ScheduledEvent};
 
 /// Runs once per isolate, when the module is instantiated. Nothing else is
 /// prepared here: the safety scanner's automata are compiled at build time
 /// and rebuilt on the first write that needs them, so an isolate that only
 /// serves reads never pays for them.
-#[event(start)]
-fn start() {
+#[cfg(feature = "worker")]
+pub fn start() {
     console_error_panic_hook::set_once();
 }
 
 /// Every request ends here with a JSON answer: a failure below is answered
 /// by `failure::Failure::response` (a runtime error as a 503 with
 /// `retry_after_sec`, never a 500 or a stack trace).
-#[event(fetch)]
-async fn fetch(
+#[cfg(feature = "worker")]
+pub async fn fetch(
     req: web_sys::Request,
     env: Env,
     _ctx: Context,
 ) -> worker::Result<web_sys::Response> {
     let req = Incoming::from(req);
+    if entry_wire::is_cron(&req.method(), req.href()) {
+        refresh_world(&env).await;
+        return Ok(http::respond(204, None, http::NO_STORE).into());
+    }
     let audience = http::Audience::of(routes::method_of(&req));
     let cfg = config::Config::of(&env);
     let body = req.inner().body();
@@ -73,19 +114,35 @@ async fn fetch(
         Err(failure) => failure.response(audience, req.path()).into(),
     };
     body::discard_unread(body).await;
-    Ok(answer.into_raw())
+    let answer = answer.into_raw();
+    // Behind the entry Worker: what it must apply to its read copies.
+    let changed = req.changed();
+    if !changed.is_empty() {
+        let items: Vec<String> = changed.iter().map(|c| c.item()).collect();
+        answer
+            .headers()
+            .set(entry_wire::CHANGED_HEADER, &items.join(", "))?;
+    }
+    Ok(answer)
 }
 
-/// The cron trigger (`[triggers]` in wrangler.toml): refreshes the world
-/// snapshot projected watch feeds read, when an upstream is configured.
-#[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    let cfg = config::Config::of(&env);
+/// The cron trigger (`[triggers]` in wrangler.write.toml): refreshes the
+/// world snapshot projected watch feeds read, when an upstream is configured.
+#[cfg(feature = "worker")]
+pub async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    refresh_world(&env).await;
+}
+
+/// The cron's work, also run when the entry Worker hands a scheduled event
+/// over (`entry_wire::CRON_URL`).
+#[cfg(feature = "worker")]
+async fn refresh_world(env: &Env) {
+    let cfg = config::Config::of(env);
     let Some(upstream) = cfg.watch_upstream.as_deref() else {
         return;
     };
-    let refreshed = match kv::Kv::of(&env) {
-        Ok(kv) => world::refresh(&env, &kv, upstream, clock::system_now_ms()).await,
+    let refreshed = match kv::Kv::of(env) {
+        Ok(kv) => world::refresh(env, &kv, upstream, clock::system_now_ms()).await,
         Err(e) => Err(e),
     };
     if let Err(e) = refreshed {

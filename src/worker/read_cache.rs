@@ -16,6 +16,13 @@
 //! object's alarm has repaired a failed mirror). An upgrade claim deletes
 //! the entries (the tier in head.json changes, the seq does not).
 //!
+//! The copies of head.json and capsule.json are the entry Worker's: it
+//! answers those reads. A write reaches the write Worker through the
+//! entry's service binding, so the write Worker tells the entry what it
+//! changed (`entry_wire`) and the entry marks or drops its own copies before
+//! it answers; this holds whether or not Cloudflare gives the two Workers
+//! one cache. The projected heads are the write Worker's (it serves them).
+//!
 //! Staleness bound (docs/PROTOCOL.md §4): another location may answer up to
 //! 60 s from its copy, on top of KV's own propagation (a KV read is
 //! itself cached up to 60 s per location), so at most ~2 × 60 s after the
@@ -27,7 +34,10 @@
 
 use crate::core::conditional::{etag_of_header, READ_CACHE_CONTROL};
 use crate::core::crypto::AgentId;
-use crate::core::urls::{Doc, FeedDoc};
+use crate::core::entry::Changed;
+use crate::core::urls::Doc;
+#[cfg(feature = "worker")]
+use crate::core::urls::FeedDoc;
 use crate::worker::clock::TEST_NOW_HEADER;
 use crate::worker::request::Incoming;
 use futures_util::future::join_all;
@@ -50,7 +60,14 @@ const KEY_ORIGIN: &str = "https://read-cache.self-capsule.internal";
 /// for a request that sets the test clock (tests only): `head.json` depends
 /// on the time (`generated_at`, the write window), so such reads bypass the
 /// cache both ways.
+///
+/// The write Worker answering behind the entry neither reads nor makes the
+/// copies: they are the entry's (`entry_wire`).
 pub fn key(req: &Incoming, agent: &AgentId, doc: &Doc<'_>, test_clock: bool) -> Option<String> {
+    #[cfg(feature = "worker")]
+    if req.forwarded() {
+        return None;
+    }
     if test_clock && req.headers().has(TEST_NOW_HEADER).unwrap_or(true) {
         return None;
     }
@@ -111,18 +128,16 @@ pub async fn store(key: &str, kept: &Kept, seq: u64, answer: Response) {
     let _ = Cache::default().put(key, answer).await;
 }
 
-/// After a write this location accepted: its copies of the agent's head,
-/// capsule and (when `projection`: a location may hold one, and a commit
-/// can change the watch) projected head are replaced by a marker of the new
-/// seq, so the next read goes to KV, and what it reads is kept only once KV
-/// has the write (at once when the mirror succeeded; after the object's
-/// alarm repairs it otherwise). The markers are put concurrently: the
-/// write's answer waits for them.
-pub async fn written(agent: &AgentId, seq: u64, projection: bool) {
-    let mut keys = vec![key_of(agent, &Doc::Head), key_of(agent, &Doc::Capsule)];
-    if projection {
-        keys.push(feed_key_of(agent));
-    }
+/// The keys of an agent's head.json and capsule.json.
+fn reads_of(agent: &AgentId) -> Vec<String> {
+    vec![key_of(agent, &Doc::Head), key_of(agent, &Doc::Capsule)]
+}
+
+/// Replaces what this location keeps at `keys` by a marker of `seq`, so the
+/// next read goes to KV, and what it reads is kept only once KV has that
+/// write (at once when the mirror succeeded; after the agent object's alarm
+/// repairs it otherwise). Concurrently: the write's answer waits for them.
+async fn mark(keys: Vec<String>, seq: u64) {
     join_all(keys.into_iter().map(|key| async move {
         let headers = Headers::new();
         let _ = headers.set(WRITTEN_SEQ_HEADER, &seq.to_string());
@@ -137,30 +152,83 @@ pub async fn written(agent: &AgentId, seq: u64, projection: bool) {
     .await;
 }
 
-/// Drops this location's copies of the agent's head, capsule and projected
-/// head (after a key event or an upgrade claim, which change the head but
-/// not the seq; a claim also changes who gets a projected feed).
-pub async fn purge(agent: &AgentId) {
-    let keys = [
-        key_of(agent, &Doc::Head),
-        key_of(agent, &Doc::Capsule),
-        feed_key_of(agent),
-    ];
-    join_all(keys.map(|key| async move {
+/// Drops what this location keeps at `keys`, concurrently.
+async fn drop_all(keys: Vec<String>) {
+    join_all(keys.into_iter().map(|key| async move {
         let _ = Cache::default().delete(key, false).await;
     }))
     .await;
+}
+
+/// After a write this location accepted: its copies of the agent's head,
+/// capsule and (when `projection`: a location may hold one, and a commit
+/// can change the watch) projected head are replaced by a marker of the new
+/// seq ([`mark`]). Behind the entry Worker the head and capsule copies are
+/// the entry's: `req` notes the write for it.
+#[cfg(feature = "worker")]
+pub async fn written(req: &Incoming, agent: &AgentId, seq: u64, projection: bool) {
+    let mut keys = Vec::new();
+    if projection {
+        keys.push(feed_key_of(agent));
+    }
+    if req.forwarded() {
+        req.note_changed(Changed::Written {
+            agent: agent.clone(),
+            seq,
+        });
+    } else {
+        keys.extend(reads_of(agent));
+    }
+    mark(keys, seq).await;
+}
+
+/// After a key event or an upgrade this location took (they change the head
+/// but not the seq; a paid plan also changes who gets a projected feed): its
+/// copies of the agent's head, capsule and projected head are dropped.
+/// Behind the entry Worker the head and capsule copies are the entry's:
+/// `req` notes the change for it.
+#[cfg(feature = "worker")]
+pub async fn changed(req: &Incoming, agent: &AgentId) {
+    if req.forwarded() {
+        req.note_changed(Changed::Purged {
+            agent: agent.clone(),
+        });
+        drop_all(vec![feed_key_of(agent)]).await;
+    } else {
+        purge(agent).await;
+    }
+}
+
+/// Drops this location's copies of the agent's head, capsule and projected
+/// head, where no request asked (an agent object's alarm).
+#[cfg(feature = "worker")]
+pub async fn purge(agent: &AgentId) {
+    let mut keys = reads_of(agent);
+    keys.push(feed_key_of(agent));
+    drop_all(keys).await;
+}
+
+/// The entry Worker's side: applies to this location's copies what the
+/// write Worker said a forwarded request changed (`entry_wire`).
+#[cfg(feature = "entry")]
+pub async fn apply(changed: &Changed) {
+    match changed {
+        Changed::Written { agent, seq } => mark(reads_of(agent), *seq).await,
+        Changed::Purged { agent } => drop_all(reads_of(agent)).await,
+    }
 }
 
 /// Where the location keeps the world snapshot's pointer (§15): every
 /// projected read starts from it, so one KV read a minute per location
 /// serves them all. The refresh that stores a new one replaces it here at
 /// once; other locations see it within `max-age`, as KV would show it.
+#[cfg(feature = "worker")]
 fn world_key() -> String {
     format!("{KEY_ORIGIN}/api/v1/watch/world")
 }
 
 /// The pointer's text this location keeps, if any.
+#[cfg(feature = "worker")]
 pub async fn world_lookup() -> Option<String> {
     let cache = location_cache()?;
     let found = JsFuture::from(cache.match_with_str(&world_key()))
@@ -172,6 +240,7 @@ pub async fn world_lookup() -> Option<String> {
 }
 
 /// Keeps the pointer's text for `max-age`.
+#[cfg(feature = "worker")]
 pub async fn world_store(text: &str) {
     let headers = Headers::new();
     let _ = headers.set("Cache-Control", READ_CACHE_CONTROL);
@@ -185,6 +254,7 @@ pub async fn world_store(text: &str) {
 
 /// The key of an agent's projected head (public capsules only, as for
 /// head.json; `None` with the test clock).
+#[cfg(feature = "worker")]
 pub fn feed_key(req: &Incoming, agent: &AgentId, test_clock: bool) -> Option<String> {
     if test_clock && req.headers().has(TEST_NOW_HEADER).unwrap_or(true) {
         return None;
@@ -192,6 +262,7 @@ pub fn feed_key(req: &Incoming, agent: &AgentId, test_clock: bool) -> Option<Str
     Some(feed_key_of(agent))
 }
 
+#[cfg(feature = "worker")]
 fn feed_key_of(agent: &AgentId) -> String {
     format!("{KEY_ORIGIN}{}?agent_id={agent}", FeedDoc::Head.path())
 }
@@ -199,9 +270,11 @@ fn feed_key_of(agent: &AgentId) -> String {
 /// The header a kept projected head carries: the snapshot it was made of
 /// (`WorldPointer::version`), so a location that has a newer pointer never
 /// answers from an older projection.
+#[cfg(feature = "worker")]
 pub const WORLD_VERSION_HEADER: &str = "X-Selfcap-World";
 
 /// The snapshot a kept answer was made of.
+#[cfg(feature = "worker")]
 pub fn world_of(answer: &web_sys::Response) -> Option<String> {
     answer.headers().get(WORLD_VERSION_HEADER).ok().flatten()
 }

@@ -8,10 +8,16 @@
 //! request as it is. The Durable Objects still take `worker::Request`
 //! (their trait's signature); their requests come from `do_wire`.
 
+#[cfg(feature = "worker")]
+use crate::core::entry::Changed;
 use crate::core::urls::split_href;
+#[cfg(feature = "worker")]
+use std::cell::RefCell;
 use worker::url::form_urlencoded;
 use worker::web_sys;
-use worker::{Headers, Url};
+use worker::Headers;
+#[cfg(feature = "worker")]
+use worker::Url;
 
 /// One incoming public request.
 pub struct Incoming {
@@ -19,13 +25,23 @@ pub struct Incoming {
     headers: Headers,
     /// The URL as the runtime serialised it.
     href: String,
+    /// What answering it changed in agents' head.json and capsule.json, for
+    /// the entry Worker when it forwarded the request (`entry_wire`).
+    #[cfg(feature = "worker")]
+    changed: RefCell<Vec<Changed>>,
 }
 
 impl From<web_sys::Request> for Incoming {
     fn from(raw: web_sys::Request) -> Self {
         let headers = Headers(raw.headers());
         let href = raw.url();
-        Self { raw, headers, href }
+        Self {
+            raw,
+            headers,
+            href,
+            #[cfg(feature = "worker")]
+            changed: RefCell::default(),
+        }
     }
 }
 
@@ -41,13 +57,20 @@ impl Incoming {
         split_href(&self.href).0
     }
 
+    /// The URL as the runtime serialised it.
+    pub fn href(&self) -> &str {
+        &self.href
+    }
+
     /// The query's `name=value` pairs, decoded.
     pub fn query_pairs(&self) -> form_urlencoded::Parse<'_> {
         let query = split_href(&self.href).1.unwrap_or("");
         form_urlencoded::parse(query.as_bytes())
     }
 
-    /// The full URL, parsed (for the routes that need more than the path).
+    /// The full URL, parsed (for the routes that need more than the path
+    /// and the query).
+    #[cfg(feature = "worker")]
     pub fn url(&self) -> worker::Result<Url> {
         Ok(Url::parse(&self.href)?)
     }
@@ -60,5 +83,26 @@ impl Incoming {
     /// The runtime's request (its body stream, its method).
     pub fn inner(&self) -> &web_sys::Request {
         &self.raw
+    }
+
+    /// Whether the entry Worker forwarded it (`entry_wire`): the write
+    /// Worker is answering behind it.
+    #[cfg(feature = "worker")]
+    pub fn forwarded(&self) -> bool {
+        self.headers
+            .has(super::entry_wire::FORWARDED_HEADER)
+            .unwrap_or(false)
+    }
+
+    /// Notes a change for the entry's copies (`read_cache`).
+    #[cfg(feature = "worker")]
+    pub fn note_changed(&self, changed: Changed) {
+        self.changed.borrow_mut().push(changed);
+    }
+
+    /// The changes noted while answering it.
+    #[cfg(feature = "worker")]
+    pub fn changed(&self) -> Vec<Changed> {
+        self.changed.borrow().clone()
     }
 }

@@ -1,17 +1,13 @@
 //! Dispatch: `core::urls` decides what a request is (route, method, agent
 //! id); this file only calls the handler for it.
 
-use super::clock;
 use super::config::Config;
 use super::failure::Failure;
-use super::handlers::reads::ReadAs;
-use super::handlers::{
-    bootstrap, feed, history, key_log, keys, mcp, reads, signer, upgrade, watch, write, x402,
-};
-use super::http::{self, Audience, CachedRead, Reply};
-use crate::core::access;
+use super::handlers::{bootstrap, feed, key_log, keys, mcp, upgrade, watch, write, x402};
+use super::http::{CachedRead, Reply};
+use super::read_route;
 use crate::core::reason::ReasonCode;
-use crate::core::urls::{Action, Doc, Method, Route};
+use crate::core::urls::{Action, Method, Route};
 use crate::core::watch::asks_websocket;
 use crate::worker::request::Incoming;
 use worker::Env;
@@ -47,13 +43,11 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         Route::Watch { .. } | Route::FeedSocket => watch_method(req, method_of(req))?,
         _ => method_of(req),
     };
-    Ok(match route.dispatch(method) {
-        Action::NotFound => return Err(Failure::code(ReasonCode::NotFound)),
-        Action::BadAgentId => return Err(Failure::code(ReasonCode::BadAgentId)),
-        Action::Preflight { allow, headers } => http::preflight(allow, headers).into(),
-        Action::MethodNotAllowed { allow } => {
-            http::method_not_allowed(allow, Audience::of(method)).into()
-        }
+    let action = route.dispatch(method);
+    if let Some(decided) = read_route::decided(&action, method) {
+        return decided;
+    }
+    Ok(match action {
         Action::Bootstrap => bootstrap::handle(req, &req.url()?, cfg).await?.into(),
         Action::Quote => upgrade::quote(req, &req.url()?, env, cfg).await?.into(),
         Action::Claim => upgrade::claim(req, env, cfg).await?.into(),
@@ -71,38 +65,11 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
             doc,
             agent,
             head_only,
-        } => {
-            let now_ms = clock::request_now_ms(req, cfg.test_clock);
-            // A signature is checked before anything about the capsule is read.
-            let reader = signer::of(req, env, now_ms).await?;
-            let mut read = CachedRead::of(req, head_only);
-            if reader.is_some() {
-                // Whatever a signed read gets is for that reader alone.
-                read = read.private();
-            }
-            match doc {
-                Doc::Head | Doc::Capsule => {
-                    reads::handle(req, env, cfg, doc, &agent, read, reader.as_ref()).await?
-                }
-                Doc::KeyLog => {
-                    let read_as = ReadAs {
-                        reader: reader.as_ref(),
-                        scope: access::scope_of(&doc),
-                        now_ms,
-                    };
-                    key_log::get(env, &agent, read, &read_as).await?.into()
-                }
-                _ => {
-                    let read_as = ReadAs {
-                        reader: reader.as_ref(),
-                        scope: access::scope_of(&doc),
-                        now_ms,
-                    };
-                    history::handle(&req.url()?, env, doc, &agent, read, &read_as)
-                        .await?
-                        .into()
-                }
-            }
-        }
+        } => read_route::read(req, env, cfg, doc, &agent, head_only).await?,
+        // Answered above.
+        Action::NotFound
+        | Action::BadAgentId
+        | Action::Preflight { .. }
+        | Action::MethodNotAllowed { .. } => return Err(Failure::code(ReasonCode::NotFound)),
     })
 }

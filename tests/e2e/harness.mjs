@@ -1,6 +1,10 @@
-// End-to-end harness: runs the built Worker (build/index.js + index_bg.wasm)
-// in workerd through Miniflare, in-process, with in-memory KV and Durable
-// Object storage. Each test file gets its own instance (fresh state).
+// End-to-end harness: runs the service as deployed, its two Workers in
+// workerd through Miniflare, in-process, with in-memory KV and Durable Object
+// storage: the entry Worker (build/index.js + index_bg.wasm, wrangler.toml),
+// which every request reaches, and the write Worker (build/write/,
+// wrangler.write.toml) behind its service binding, holding the Durable
+// Objects (the entry binds NONCE_DO across). One KV namespace for both. Each
+// test file gets its own instance (fresh state).
 //
 // Only loopback addresses are ever contacted.
 import { Miniflare } from "miniflare";
@@ -13,23 +17,31 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", ".
 export const BUILD_DIR = path.join(ROOT, "build");
 export const BASE = "http://127.0.0.1";
 
-function compatibilityDate() {
-  const toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
-  const m = toml.match(/^compatibility_date\s*=\s*"([^"]+)"/m);
-  if (!m) throw new Error("wrangler.toml: no compatibility_date");
+/** A top-level string setting of a wrangler config (`name`, `main` …). */
+function setting(config, key) {
+  const toml = readFileSync(path.join(ROOT, config), "utf8");
+  const m = toml.match(new RegExp(`^${key}\\s*=\\s*"([^"]+)"`, "m"));
+  if (!m) throw new Error(`${config}: no ${key}`);
   return m[1];
 }
 
-/**
- * Starts a Worker instance. `vars` are extra [vars] (tier overrides);
- * the test clock is always enabled here (and only here).
- * `withoutDurableObjects` starts it with no Durable Object bindings.
- * `serviceKey`: the SERVICE_SIGNING_KEY secret (32-byte seed, hex); a fresh
- * random one per instance by default, `null` for none.
- */
+/** The entry Worker's and the write Worker's configs. */
+const ENTRY_CONFIG = "wrangler.toml";
+const WRITE_CONFIG = "wrangler.write.toml";
+/** The write Worker's name (the entry's service binding and NONCE_DO name it). */
+export const WRITE_WORKER = setting(WRITE_CONFIG, "name");
+
+function compatibilityDate() {
+  const date = setting(ENTRY_CONFIG, "compatibility_date");
+  if (setting(WRITE_CONFIG, "compatibility_date") !== date) {
+    throw new Error("wrangler.toml and wrangler.write.toml name different compatibility dates");
+  }
+  return date;
+}
+
 /** The static-assets directory wrangler serves (`[assets] directory`). */
 function assetsDirectory() {
-  const toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
+  const toml = readFileSync(path.join(ROOT, ENTRY_CONFIG), "utf8");
   const m = toml.match(/^\[assets\][^[]*?^directory\s*=\s*"([^"]+)"/ms);
   if (!m) throw new Error("wrangler.toml: no [assets] directory");
   const dir = path.resolve(ROOT, m[1]);
@@ -39,17 +51,94 @@ function assetsDirectory() {
   return dir;
 }
 
-export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey } = {}) {
-  const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
-  const script = path.join(BUILD_DIR, "index.js");
+/** A built Worker's module options, from its config's `main`. */
+function modulesOf(config) {
+  const script = path.join(ROOT, setting(config, "main"));
   if (!existsSync(script)) {
     throw new Error(`${script} missing: run \`npm run build\` first`);
   }
+  return {
+    modules: true,
+    scriptPath: script,
+    modulesRoot: path.dirname(script),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+  };
+}
+
+/** The write Worker's Durable Object bindings (wrangler.write.toml). */
+export const DURABLE_OBJECTS = {
+  AGENT_DO: { className: "AgentDO", useSQLite: true },
+  IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
+  TAGS_DO: { className: "TagsDO", useSQLite: true },
+  PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
+  NONCE_DO: { className: "NonceDO", useSQLite: true },
+  FEED_DO: { className: "FeedDO", useSQLite: true },
+};
+
+/**
+ * Miniflare's options for the service: the entry Worker first (it gets
+ * every request), the write Worker behind it. `vars` reach both Workers;
+ * `secrets` only the write Worker (the entry holds none).
+ * `withoutDurableObjects`: no Durable Object bound in either.
+ * `writeWorkerCache: false`: the write Worker's Cache API does nothing (as
+ * if Cloudflare gave a Worker called through a binding no cache of its own).
+ */
+export function serviceOptions({
+  vars = {},
+  secrets = {},
+  withoutDurableObjects = false,
+  assets = true,
+  writeWorkerCache = true,
+} = {}) {
+  const date = compatibilityDate();
+  return [
+    {
+      name: setting(ENTRY_CONFIG, "name"),
+      ...modulesOf(ENTRY_CONFIG),
+      compatibilityDate: date,
+      // As deployed: the asset server answers GET/HEAD of the Explorer's files
+      // before the Worker, which gets every other request. (wrangler sets
+      // has_user_worker itself; Miniflare used directly must be told.)
+      ...(assets ? { assets: { directory: assetsDirectory(), routerConfig: { has_user_worker: true } } } : {}),
+      kvNamespaces: ["SELF"],
+      serviceBindings: { WRITER: WRITE_WORKER },
+      durableObjects: withoutDurableObjects ? {} : { NONCE_DO: { className: "NonceDO", scriptName: WRITE_WORKER } },
+      bindings: { ...vars },
+    },
+    {
+      name: WRITE_WORKER,
+      ...modulesOf(WRITE_CONFIG),
+      compatibilityDate: date,
+      kvNamespaces: ["SELF"],
+      durableObjects: withoutDurableObjects ? {} : DURABLE_OBJECTS,
+      ...(writeWorkerCache ? {} : { cache: false }),
+      bindings: { ...vars, ...secrets },
+    },
+  ];
+}
+
+/**
+ * Starts the service. `vars` are extra [vars] (tier overrides), given to
+ * both Workers; the test clock is always enabled here (and only here).
+ * `withoutDurableObjects` starts it with no Durable Object bindings (reads
+ * must work without one).
+ * `serviceKey`: the SERVICE_SIGNING_KEY secret (32-byte seed, hex) of the
+ * write Worker; a fresh random one per instance by default, `null` for none.
+ * `writeWorkerCache`: see `serviceOptions`.
+ *
+ * `mf.getWorker()` without a name is the write Worker: the one with the cron
+ * trigger, whose `scheduled()` the tests call.
+ */
+export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey, writeWorkerCache = true } = {}) {
+  const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
   // Worker console output is captured (tests assert on the structured log
   // lines) and echoed only with SELFCAP_E2E_VERBOSE=1.
   const logs = [];
   const verbose = process.env.SELFCAP_E2E_VERBOSE === "1";
-  const mf = new Miniflare({
+  const service = new Miniflare({
     host: "127.0.0.1",
     telemetry: { enabled: false },
     structuredWorkerdLogs: true,
@@ -57,42 +146,22 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
       logs.push({ level, message });
       if (verbose) console.error(`[workerd ${level}] ${message}`);
     },
-    modules: true,
-    scriptPath: script,
-    modulesRoot: BUILD_DIR,
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: compatibilityDate(),
-    // As deployed: the asset server answers GET/HEAD of the Explorer's files
-    // before the Worker, which gets every other request. (wrangler sets
-    // has_user_worker itself; Miniflare used directly must be told.)
-    assets: {
-      directory: assetsDirectory(),
-      routerConfig: { has_user_worker: true },
-    },
     // No fetch of Cloudflare's cf.json at start (loopback only).
     cf: false,
-    kvNamespaces: ["SELF"],
     kvPersist: false,
-    // `withoutDurableObjects`: no DO bindings at all, to prove reads never
-    // touch one.
-    durableObjects: withoutDurableObjects
-      ? {}
-      : {
-          AGENT_DO: { className: "AgentDO", useSQLite: true },
-          IP_QUOTA_DO: { className: "IpQuotaDO", useSQLite: true },
-          TAGS_DO: { className: "TagsDO", useSQLite: true },
-          PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
-          NONCE_DO: { className: "NonceDO", useSQLite: true },
-          FEED_DO: { className: "FeedDO", useSQLite: true },
-        },
     durableObjectsPersist: false,
-    bindings: {
-      SELFCAP_TEST_CLOCK: "1",
-      ...(key === null ? {} : { SERVICE_SIGNING_KEY: key }),
-      ...vars,
+    workers: serviceOptions({
+      vars: { SELFCAP_TEST_CLOCK: "1", ...vars },
+      secrets: key === null ? {} : { SERVICE_SIGNING_KEY: key },
+      withoutDurableObjects,
+      writeWorkerCache,
+    }),
+  });
+  const mf = new Proxy(service, {
+    get(target, prop) {
+      if (prop === "getWorker") return (name = WRITE_WORKER) => target.getWorker(name);
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
   const origin = await mf.ready;

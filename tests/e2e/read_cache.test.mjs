@@ -1,6 +1,7 @@
 // The location's copy of public reads (Workers Cache API in workerd): polls
 // within max-age are answered without reading KV; the location that takes a
-// write sees the new cursor at once; signed reads never come from the copy;
+// write sees the new cursor at once, also when the write Worker behind the
+// entry has no cache of its own; signed reads never come from the copy;
 // export.json's 304 needs no Durable Object.
 //
 // "Without reading KV" is proved by changing KV behind the Worker's back: a
@@ -137,6 +138,28 @@ test("the location that takes a write sees the new cursor at once", async () => 
   // And the new answers are the copy from now on.
   await w.kv.put(recordKey(agent.agentId), "{not a record");
   assert.equal((await w.fetch(headPath(agent.agentId))).json.cursor, cursorOf(next));
+});
+
+test("the entry keeps the copies: the writing location sees the write even if the write Worker has no cache of its own", async () => {
+  // Cloudflare may give a Worker called through a service binding another
+  // cache than the entry's, or none: the entry marks its own copies from
+  // what the write Worker says a write changed.
+  const split = await startWorker({ writeWorkerCache: false });
+  try {
+    const agent = newAgent();
+    assert.equal((await publish(split, agent, 1, exampleCapsule(agent.agentId))).status, 200);
+    assert.equal((await split.fetch(headPath(agent.agentId))).json.seq, 1);
+    assert.equal((await split.fetch(capsulePath(agent.agentId))).status, 200);
+    const next = exampleCapsule(agent.agentId, { self_motto: "Second state, seen here at once." });
+    const r = await publish(split, agent, 2, next);
+    assert.equal(r.status, 200, r.text);
+    for (const name of r.headers.keys()) assert.doesNotMatch(name, /^x-selfcap-/, "the Workers' own headers stay between them");
+    const head = await split.fetch(headPath(agent.agentId));
+    assert.equal(head.json.cursor, cursorOf(next));
+    assert.equal((await split.fetch(capsulePath(agent.agentId))).text, jcs(next));
+  } finally {
+    await split.close();
+  }
 });
 
 test("misses are never kept: an unknown agent is read from KV every time", async () => {

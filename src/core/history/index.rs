@@ -7,11 +7,17 @@
 //! a read touches only the entries it returns.
 
 use super::privacy::{self, Access, PrunedCursors, Viewer};
-use super::verify::{AgentKeys, Checks, Prev, Report, Verifier, WriteChecked};
-use super::{ChainHead, Entry, EntryFields, Hashed, HeadFields, Keyring, Seal, ServiceKey};
+use super::verify::Report;
+#[cfg(feature = "core-full")]
+use super::verify::{AgentKeys, Checks, Prev, Verifier, WriteChecked};
+use super::ChainHead;
+#[cfg(feature = "core-full")]
+use super::{Entry, EntryFields, Hashed, HeadFields, Keyring, Seal, ServiceKey};
 use crate::core::access::Audience;
 use crate::core::jcs::normalize_cursor;
+#[cfg(feature = "core-full")]
 use crate::core::json::Json;
+#[cfg(feature = "core-full")]
 use crate::core::time::rfc3339;
 use crate::core::urls::Doc;
 use serde::{Deserialize, Serialize};
@@ -82,6 +88,7 @@ pub struct IndexItem {
 }
 
 /// An accepted write, about to become an entry.
+#[cfg(feature = "core-full")]
 #[derive(Debug, Clone, Copy)]
 pub struct NewVersion<'a> {
     /// The writing agent (64 lowercase hex).
@@ -108,6 +115,7 @@ pub struct NewVersion<'a> {
     pub keys: Option<&'a dyn AgentKeys>,
 }
 
+#[cfg(feature = "core-full")]
 /// The result of [`append`].
 #[derive(Debug, Clone)]
 pub struct Appended {
@@ -126,6 +134,7 @@ pub struct Appended {
 /// covers this version: the write check ran them on the same bytes). Pruning keeps
 /// the first retained entry's `previous_hash` in the sealed head, so the
 /// window still verifies.
+#[cfg(feature = "core-full")]
 pub fn append(
     prev: Option<HistoryIndex>,
     v: NewVersion<'_>,
@@ -403,6 +412,7 @@ impl HistoryIndex {
 
     /// Lists in the report the retained versions `keys` disputes (§14):
     /// after every append and every key event, so verify.json names them.
+    #[cfg(feature = "core-full")]
     pub fn mark_disputed(&mut self, keys: &dyn AgentKeys, key_events: u64) {
         self.key_events = key_events;
         self.report.disputed = self

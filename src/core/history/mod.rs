@@ -18,13 +18,18 @@
 //! Submodules: [`verify`] (the checks and the report), [`index`] (appending,
 //! pruning, `since` selection: what the Durable Object runs) and [`export`]
 //! (the offline bundle and `verify_export`), [`timeline`] (an export laid out
-//! for reading: each entry with the checks that failed at it).
+//! for reading: each entry with the checks that failed at it). Without the
+//! `core-full` feature (the entry Worker) only what reads need is compiled:
+//! the index, its selection and the stored report, not the checks that make
+//! one (appending, verifying a chain or an export, the timeline).
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "core-full")]
 pub mod export;
 pub mod index;
 pub mod privacy;
+#[cfg(feature = "core-full")]
 pub mod timeline;
 pub mod verify;
 
@@ -37,13 +42,17 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
+#[cfg(feature = "core-full")]
 pub use export::{verify_export, verify_export_with, ExportBundle, VerifyOptions};
-pub use index::{append, HistoryIndex, IndexItem, NewVersion, Query, QueryError, Selection};
+#[cfg(feature = "core-full")]
+pub use index::{append, NewVersion};
+pub use index::{HistoryIndex, IndexItem, Query, QueryError, Selection};
 pub use privacy::{Access, Viewer, Withheld};
+#[cfg(feature = "core-full")]
 pub use timeline::{timeline, Flag, Timeline, TimelineEntry};
-pub use verify::{
-    verify_chain, AgentKeys, Check, CheckName, Checks, Failure, Level, Report, WriteChecked,
-};
+#[cfg(feature = "core-full")]
+pub use verify::{verify_chain, WriteChecked};
+pub use verify::{AgentKeys, Check, CheckName, Checks, Failure, Level, Report};
 
 /// The hash of entries and heads.
 pub const HASH_ALG: &str = "sha3-256";
@@ -130,6 +139,7 @@ pub struct Malformed(String);
 impl Malformed {
     /// A reading error with this text (for other sealed bodies, such as the
     /// key log's records).
+    #[cfg(feature = "core-full")]
     pub(crate) fn new(text: impl Into<String>) -> Malformed {
         Malformed(text.into())
     }

@@ -12,14 +12,23 @@
 //! | `auth`      | `signature` | `sha256(public_key) == agent_id` and the agent's Ed25519 signature verifies over `SHA-256(JCS({agent_id, seq, capsule}))` |
 //! |             | `seal`      | every `service_signature` (entries and head) verifies under the keyring key `signed_by` names |
 
+#[cfg(feature = "core-full")]
 use super::{ChainHead, Entry, Keyring, Withheld};
-use crate::core::crypto::{AgentId, PublicKey};
+#[cfg(feature = "core-full")]
+use crate::core::crypto::AgentId;
+use crate::core::crypto::PublicKey;
+#[cfg(feature = "core-full")]
 use crate::core::jcs;
+#[cfg(feature = "core-full")]
 use crate::core::json::Json;
+#[cfg(feature = "core-full")]
 use crate::core::safety;
+#[cfg(feature = "core-full")]
 use crate::core::time::rfc3339;
+#[cfg(feature = "core-full")]
 use crate::core::validate;
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "core-full")]
 use std::collections::BTreeMap;
 
 /// The five checks.
@@ -272,12 +281,14 @@ fn withheld_warning(n: usize) -> String {
 
 /// How a failure names a bundle item it could not read (no `sequence` to
 /// name it by): every such detail starts with this.
+#[cfg(feature = "core-full")]
 pub(crate) fn item_label(position: usize) -> String {
     format!("entries[{position}]")
 }
 
 /// What an entry is checked against: where the head says the window
 /// starts, or its predecessor in the window.
+#[cfg(feature = "core-full")]
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Prev<'a> {
     Start {
@@ -296,6 +307,7 @@ pub(crate) enum Prev<'a> {
     Unknown,
 }
 
+#[cfg(feature = "core-full")]
 impl<'a> Prev<'a> {
     pub(crate) fn of(e: &'a Entry) -> Prev<'a> {
         Prev::Entry {
@@ -332,6 +344,7 @@ impl<'a> Prev<'a> {
 /// cursor, seq and signature must equal its own, and the cursor must be the
 /// one recomputed from the entry's capsule, so it cannot vouch for another
 /// capsule. Everything else (hashes, links, the seal) is checked as always.
+#[cfg(feature = "core-full")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteChecked {
     cursor: String,
@@ -339,6 +352,7 @@ pub struct WriteChecked {
     signature: String,
 }
 
+#[cfg(feature = "core-full")]
 impl WriteChecked {
     pub(crate) fn new(cursor: &str, seq: u64, signature: &str) -> WriteChecked {
         WriteChecked {
@@ -356,6 +370,7 @@ impl WriteChecked {
 }
 
 /// The newest item of a window, as the head is checked against it.
+#[cfg(feature = "core-full")]
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Newest<'a> {
     /// A readable entry.
@@ -368,6 +383,7 @@ pub(crate) enum Newest<'a> {
     Missing,
 }
 
+#[cfg(feature = "core-full")]
 impl<'a> Newest<'a> {
     pub(crate) fn entry(&self) -> Option<&'a Entry> {
         match self {
@@ -390,6 +406,7 @@ pub trait AgentKeys: std::fmt::Debug {
 }
 
 /// Accumulates check results.
+#[cfg(feature = "core-full")]
 pub(crate) struct Verifier<'a> {
     agent_id: &'a str,
     keyring: &'a Keyring,
@@ -407,6 +424,7 @@ pub(crate) struct Verifier<'a> {
     disputed: Vec<u64>,
 }
 
+#[cfg(feature = "core-full")]
 impl<'a> Verifier<'a> {
     pub(crate) fn new(agent_id: &'a str, keyring: &'a Keyring) -> Verifier<'a> {
         Verifier::with_checks(agent_id, keyring, Checks::default())
@@ -821,6 +839,7 @@ impl<'a> Verifier<'a> {
 /// Verifies parsed entries (oldest first, e.g. history.json's `versions`
 /// reversed) against a head and a keyring. Hashes are recomputed over each
 /// entry's canonical form.
+#[cfg(feature = "core-full")]
 pub fn verify_chain(
     agent_id: &str,
     head: &ChainHead,

@@ -11,6 +11,7 @@
 //! so the agent's signature covers the chain too.
 
 use super::event::{Change, KeyEvent, RotationAuthority};
+pub use super::served::{key_log_body, key_log_names};
 use super::state::{Earlier, KeyState, KeysSummary};
 use crate::core::crypto::AgentId;
 use crate::core::history::{Hashed, Keyring, Malformed, Sealed, ServiceKey};
@@ -474,36 +475,6 @@ fn not_the_agents() -> Refusal {
     Refusal::new(
         ReasonCode::RotationNotCommitted,
         "the event is signed by no key this agent's key log names or commits (its genesis key before the log)",
-    )
-}
-
-/// Whether a stored key log ([`KeyLog::stored_text`]) ever named `key_hex`
-/// as one of the agent's keys (made current by an event; a revealed key that
-/// never became current never spoke for the agent).
-/// A text that does not parse names nothing.
-pub fn key_log_names(stored: &str, key_hex: &str) -> bool {
-    let Ok(v) = crate::core::json::parse(stored.as_bytes()) else {
-        return false;
-    };
-    v.as_array().is_some_and(|records| {
-        records.iter().any(|r| {
-            r.get("event")
-                .and_then(|e| e.get("public_key"))
-                .and_then(Json::as_str)
-                == Some(key_hex)
-        })
-    })
-}
-
-/// The body of `GET /self/{agent_id}/keys.json`: `{"agent_id", "v",
-/// "keys", "records"}`, with `keys` the summary as head.json shows it
-/// (null without a log) and `records` the sealed log exactly as stored
-/// ([`KeyLog::stored_text`], embedded without parsing it again).
-pub fn key_log_body(agent_id: &AgentId, keys: Option<&KeysSummary>, records: &str) -> String {
-    let keys = serde_json::to_string(&keys).expect("a summary serialises");
-    format!(
-        "{{\"agent_id\":\"{agent_id}\",\"v\":\"{}\",\"keys\":{keys},\"records\":{records}}}",
-        super::KEYS_VERSION
     )
 }
 

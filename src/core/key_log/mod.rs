@@ -17,27 +17,39 @@
 //! - [`log`]: the sealed records, the service's acceptance of a submission
 //!   ([`log::KeyLog::accept`]), the offline verification of a served log, and
 //!   the pin a client keeps against rollback and forks.
+//! - [`served`]: the log as a reader gets it (head.json's summary, keys.json's
+//!   body): the read path's part, and the only one compiled without the
+//!   `core-full` feature.
 //!
 //! Times are the service's sealed `accepted_at`, so a window decided by the
 //! service is decided the same way by anyone holding the log.
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "core-full")]
 pub mod build;
+#[cfg(feature = "core-full")]
 pub mod event;
+#[cfg(feature = "core-full")]
 pub mod log;
+pub mod served;
+#[cfg(feature = "core-full")]
 pub mod state;
+#[cfg(feature = "core-full")]
 pub mod submit;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "core-full")]
 pub use event::{Change, KeyEvent, LastGood, RotationAuthority, Signatures, Supersedes};
+#[cfg(feature = "core-full")]
 pub use log::{
-    key_log_body, key_log_names, verify_key_log, Accepted, Broken, KeyLog, KeyLogFailure,
-    KeyLogReport, KeyRecord, Pin, PinCheck, Prefix, SealedKeyRecord, Submission, WriteLookup,
-    Writes,
+    verify_key_log, Accepted, Broken, KeyLog, KeyLogFailure, KeyLogReport, KeyRecord, Pin,
+    PinCheck, Prefix, SealedKeyRecord, Submission, WriteLookup, Writes,
 };
-pub use state::{Dispute, Earlier, Epoch, KeyState, KeysSummary, PendingRecommit, PendingSummary};
+pub use served::{key_log_body, key_log_names, KeysSummary, PendingSummary};
+#[cfg(feature = "core-full")]
+pub use state::{Dispute, Earlier, Epoch, KeyState, PendingRecommit};
 
 use sha2::{Digest as _, Sha256};
 

@@ -5,12 +5,13 @@
 //! same way by both.
 
 use super::event::{Change, KeyEvent, RotationAuthority};
+pub use super::served::{KeysSummary, PendingSummary};
 use super::{Digest, MAX_KEY_EVENTS};
 use crate::core::crypto::{AgentId, PublicKey};
 use crate::core::reason::{ReasonCode, Refusal};
-use crate::core::time::{parse_rfc3339, rfc3339};
+use crate::core::time::rfc3339;
 use crate::core::write::Signature;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeSet;
 
 /// One key's time as the agent's current key.
@@ -86,65 +87,6 @@ pub struct KeyState {
     /// Recovery-key digests ever committed (a recovery may reveal one
     /// committed before the event it supersedes).
     recovery_digests: BTreeSet<Digest>,
-}
-
-/// The `keys` member of head.json: what a reader needs to notice a rotation.
-/// Made when an event is accepted (as of that time) and served unchanged
-/// until the next one, so head.json's entity tag changes exactly on key
-/// events: `final_at` and `matures_at` are times a reader compares with its
-/// clock (once past, the rotation is final, the recommit in force).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeysSummary {
-    /// The current key's index (0: the genesis key).
-    pub index: u64,
-    /// The current key.
-    pub public_key: String,
-    /// Events in the log.
-    pub length: u64,
-    /// The log's last sealed hash.
-    pub head_hash: String,
-    /// Always true: pre-rotation cannot be switched off.
-    pub next_committed: bool,
-    /// Whether an operator's recovery key is committed.
-    pub recovery_committed: bool,
-    /// When the current key's rotation stops being supersedable, if it still is.
-    pub final_at: Option<String>,
-    /// A recommit waiting to mature: `{matures_at}`.
-    pub pending_recommit: Option<PendingSummary>,
-    /// Keys whose writes are (partly) disputed.
-    pub disputed: usize,
-}
-
-/// head.json's view of a pending recommit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingSummary {
-    /// When it takes effect unless a rotation lands first.
-    pub matures_at: String,
-    /// Whether a recovery key is committed once it does.
-    pub recovery_committed: bool,
-}
-
-impl KeysSummary {
-    /// This summary (made at its event's time) as of `now_ms`, with no
-    /// event since: a rotation's `final_at` once past is dropped, and a
-    /// recommit once mature is in force. What [`KeyState::summary`] gives
-    /// at `now_ms`, from the summary alone, so head.json is evaluated when
-    /// read, as its quota and tier are.
-    pub fn as_of(&self, now_ms: u64) -> KeysSummary {
-        let past = |t: &str| parse_rfc3339(t).is_some_and(|t| t <= now_ms);
-        let mut s = self.clone();
-        if s.final_at.as_deref().is_some_and(past) {
-            s.final_at = None;
-        }
-        if let Some(p) = s.pending_recommit.take() {
-            if past(&p.matures_at) {
-                s.recovery_committed = p.recovery_committed;
-            } else {
-                s.pending_recommit = Some(p);
-            }
-        }
-        s
-    }
 }
 
 /// What an accepted event needs from the rest of the log to be checked: the

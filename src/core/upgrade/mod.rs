@@ -8,19 +8,30 @@
 //! | vars, defaults, fail-closed reading             | [`config`]  |
 //! | USDC atomic amounts                             | [`amount`]  |
 //! | addresses, hashes, quantities, Transfer topic   | [`evm`]     |
-//! | invoices, tags, per-agent book, paid time       | [`invoice`] |
+//! | invoices, tags, per-agent book                  | [`invoice`] |
+//! | paid time per plan (all the read path needs)    | [`entitlement`] |
 //! | the claim message and its signature             | [`claim`]   |
 //! | does this receipt pay this invoice              | [`receipt`] |
 //! | reading a quote request, the quote body         | [`quote`]   |
 //! | a claim's steps, crediting, the payment record  | [`outcome`] |
 //! | buying in one request with x402 (EIP-3009)      | [`x402`]    |
 
+#[cfg(feature = "core-full")]
 pub mod amount;
+#[cfg(feature = "core-full")]
 pub mod claim;
+#[cfg(feature = "core-full")]
 pub mod config;
+pub mod entitlement;
+#[cfg(feature = "core-full")]
 pub mod evm;
+#[cfg(feature = "core-full")]
 pub mod invoice;
+#[cfg(feature = "core-full")]
 pub mod outcome;
+#[cfg(feature = "core-full")]
 pub mod quote;
+#[cfg(feature = "core-full")]
 pub mod receipt;
+#[cfg(feature = "core-full")]
 pub mod x402;

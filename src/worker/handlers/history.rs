@@ -4,7 +4,8 @@
 //! All but export are served from KV: one get for the history index (which
 //! also decides 304s), plus one bulk get for the entries a page returns.
 //! Export is assembled by the agent's Durable Object from its own storage;
-//! its 304 is still decided from KV without waking the object.
+//! its 304 is still decided from KV without waking the object. Export is the
+//! write Worker's (the entry Worker forwards it, `core::entry`).
 
 use super::reads::{self, ReadAs};
 use super::{text_or_404, unreadable};
@@ -14,12 +15,14 @@ use crate::core::jcs::normalize_cursor;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{entry_kv_key, history_kv_key};
 use crate::core::urls::Doc;
+#[cfg(feature = "worker")]
 use crate::worker::do_wire;
 use crate::worker::failure::Failure;
 use crate::worker::http::CachedRead;
 use crate::worker::kv::Kv;
 use crate::worker::log;
-use worker::{Env, Response, Url};
+use worker::url::form_urlencoded;
+use worker::{Env, Response};
 
 /// An agent's history index from KV: what history.json, verify.json and the
 /// MCP tools `self_history` and `self_verify` are all answered from.
@@ -147,7 +150,7 @@ pub async fn verify_report(
 
 /// history.json, snapshot, verify.json or export.json (`doc` is one of them).
 pub async fn handle(
-    url: &Url,
+    query: form_urlencoded::Parse<'_>,
     env: &Env,
     doc: Doc<'_>,
     agent: &AgentId,
@@ -178,12 +181,16 @@ pub async fn handle(
         return Ok(not_modified);
     }
     match doc {
+        #[cfg(feature = "worker")]
         Doc::Export => match do_wire::export(env, agent, &viewer).await? {
             Some(e) => Ok(read.answer(e.body, &e.etag)),
             None => Err(Failure::code(ReasonCode::CapsuleNotFound)),
         },
+        // Never sent to the entry Worker (`core::entry`).
+        #[cfg(not(feature = "worker"))]
+        Doc::Export => Err(Failure::code(ReasonCode::NotFound)),
         _ => {
-            let query = Query::parse(url.query_pairs());
+            let query = Query::parse(query);
             let body = page(&kv, agent, &index, query, &viewer).await?;
             Ok(read.answer(body.into_bytes(), head_hash))
         }

@@ -1,24 +1,35 @@
 //! `/self/{id}/keys.json` (docs/PROTOCOL.md §14): `GET` serves the agent's
 //! key log from KV (to whoever may read its head.json); `POST` hands a key
 //! event, and the envelope it carries, to the agent's Durable Object, which
-//! decides and commits it (`objects::agent::key_events`).
+//! decides and commits it (`objects::agent::key_events`). The POST is the
+//! write Worker's only.
 
 use super::reads::{self, ReadAs, Stored};
+#[cfg(feature = "worker")]
 use super::relay;
 use crate::core::crypto::AgentId;
 use crate::core::key_log::key_log_body;
+#[cfg(feature = "worker")]
 use crate::core::key_log::submit::{self, MAX_KEYS_BODY_BYTES};
+#[cfg(feature = "worker")]
 use crate::core::quota::ip_bucket;
 use crate::core::record::key_log_kv_key;
+#[cfg(feature = "worker")]
 use crate::core::write::Rejection;
+#[cfg(feature = "worker")]
 use crate::worker::body::{self, BodyError};
+#[cfg(feature = "worker")]
 use crate::worker::clock;
+#[cfg(feature = "worker")]
 use crate::worker::config::Config;
+#[cfg(feature = "worker")]
 use crate::worker::do_wire::{self, WriteCall};
 use crate::worker::failure::Failure;
 use crate::worker::http::CachedRead;
 use crate::worker::kv::Kv;
+#[cfg(feature = "worker")]
 use crate::worker::read_cache;
+#[cfg(feature = "worker")]
 use crate::worker::request::Incoming;
 use sha2::{Digest, Sha256};
 use worker::{Env, Response};
@@ -49,6 +60,7 @@ pub async fn get(
 }
 
 /// `POST`: one key event, with its envelope if it carries one.
+#[cfg(feature = "worker")]
 pub async fn post(
     req: &Incoming,
     env: &Env,
@@ -78,7 +90,7 @@ pub async fn post(
     let relayed = do_wire::key_event(env, call).await?;
     if relayed.status == 200 {
         // head.json's `keys` (and, with an envelope, the capsule) changed.
-        read_cache::purge(agent).await;
+        read_cache::changed(req, agent).await;
     }
     Ok(relay(relayed))
 }

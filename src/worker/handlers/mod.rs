@@ -25,30 +25,46 @@
 //! | who signed a read (RFC 9421), nonce admitted | [`signer`]    |
 //! | watch: WebSocket upgrade to the agent's DO  | [`watch`]     |
 
-pub mod bootstrap;
-pub mod feed;
+// The read handlers, in both Workers (key_log's GET; its POST only in the
+// write Worker).
 pub mod history;
 pub mod key_log;
-pub mod keys;
-pub mod mcp;
 pub mod reads;
 pub mod signer;
+
+// The write Worker only.
+#[cfg(feature = "worker")]
+pub mod bootstrap;
+#[cfg(feature = "worker")]
+pub mod feed;
+#[cfg(feature = "worker")]
+pub mod keys;
+#[cfg(feature = "worker")]
+pub mod mcp;
+#[cfg(feature = "worker")]
 pub mod upgrade;
+#[cfg(feature = "worker")]
 pub mod watch;
+#[cfg(feature = "worker")]
 pub mod write;
+#[cfg(feature = "worker")]
 pub mod x402;
 
 use crate::core::crypto::AgentId;
 use crate::core::reason::ReasonCode;
+#[cfg(feature = "worker")]
 use crate::worker::do_wire::Relayed;
 use crate::worker::failure::Failure;
+#[cfg(feature = "worker")]
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
 use crate::worker::log;
+#[cfg(feature = "worker")]
 use worker::Response;
 
 /// The answer an agent's object decided (a write, a quote, a claim),
 /// relayed as it gave it.
+#[cfg(feature = "worker")]
 fn relay(r: Relayed) -> Response {
     let out = http::respond(r.status, Some(r.body), NO_STORE);
     if let Some(ra) = r.retry_after {

@@ -11,20 +11,25 @@
 //! the same way at once unless the answer would be a 304 or a
 //! `capsule_not_found`; then the agent's Durable Object holds it until the
 //! next commit this reader may read, or N seconds. Only such polls wake
-//! the object; without `wait` nothing changes.
+//! the object; without `wait` nothing changes. The long-poll is the write
+//! Worker's (the entry Worker forwards every head.json that names `wait`,
+//! `core::entry`), so its code is compiled there only.
 
 use super::{text_or_404, unreadable};
 use crate::core::access::{self, Decision};
 use crate::core::crypto::AgentId;
+#[cfg(feature = "worker")]
 use crate::core::history::QueryError;
 use crate::core::jcs::cursor_hex;
 use crate::core::model::ReadScope;
 use crate::core::reason::ReasonCode;
 use crate::core::record::{head_etag, kv_key, Record};
 use crate::core::urls::Doc;
+#[cfg(feature = "worker")]
 use crate::core::watch;
 use crate::worker::clock;
 use crate::worker::config::Config;
+#[cfg(feature = "worker")]
 use crate::worker::do_wire::{self, WaitCall, Waited};
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, CachedRead, Reply};
@@ -172,6 +177,7 @@ pub async fn handle(
     reader: Option<&AgentId>,
 ) -> Result<Reply, Failure> {
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    #[cfg(feature = "worker")]
     let waiter = wait_of(req, &doc)?.map(|wait_sec| Waiter {
         env,
         agent,
@@ -179,6 +185,8 @@ pub async fn handle(
         now_ms,
         wait_sec,
     });
+    #[cfg(not(feature = "worker"))]
+    let waiter: Option<Waiter> = None;
     // An unsigned read may be answered from this location's copy (no KV
     // read at all); a signed one never is.
     let cache_key = match reader {
@@ -241,6 +249,7 @@ pub async fn handle(
 }
 
 /// The `wait` of a head.json long-poll, in seconds (`None`: answer at once).
+#[cfg(feature = "worker")]
 fn wait_of(req: &Incoming, doc: &Doc<'_>) -> Result<Option<u64>, Failure> {
     if !matches!(doc, Doc::Head) {
         return Ok(None);
@@ -254,6 +263,7 @@ fn wait_of(req: &Incoming, doc: &Doc<'_>) -> Result<Option<u64>, Failure> {
 
 /// A head.json read that asked to wait: held by the agent's object when
 /// the answer would be a 304 or a `capsule_not_found`.
+#[cfg(feature = "worker")]
 struct Waiter<'a> {
     env: &'a Env,
     agent: &'a AgentId,
@@ -262,6 +272,7 @@ struct Waiter<'a> {
     wait_sec: u64,
 }
 
+#[cfg(feature = "worker")]
 impl Waiter<'_> {
     /// The held answer for a client that holds `held` (or nothing): a head
     /// it does not hold (200), nothing new (304 on the entity it holds), or
@@ -285,5 +296,16 @@ impl Waiter<'_> {
             },
             Waited::NotFound => not_found(),
         }
+    }
+}
+
+/// In the entry Worker no read waits (`core::entry` forwards long-polls).
+#[cfg(not(feature = "worker"))]
+enum Waiter {}
+
+#[cfg(not(feature = "worker"))]
+impl Waiter {
+    async fn hold(&self, _held: Option<String>, _read: CachedRead) -> Result<Reply, Failure> {
+        match *self {}
     }
 }

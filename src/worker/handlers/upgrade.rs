@@ -108,7 +108,7 @@ pub async fn claim(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, 
     let relayed = do_wire::upgrade(env, &claim.agent_id, &call).await?;
     if relayed.status == 200 {
         // head.json shows the tier: this location's copy is old now.
-        read_cache::purge(&claim.agent_id).await;
+        read_cache::changed(req, &claim.agent_id).await;
     }
     Ok(relay(relayed))
 }

@@ -88,8 +88,8 @@ pub async fn write(
     if relayed.status == 200 {
         // This location's copies of head.json and capsule.json are old now.
         match relayed.written {
-            Some(w) => read_cache::written(agent, w.seq, w.projection).await,
-            None => read_cache::purge(agent).await,
+            Some(w) => read_cache::written(req, agent, w.seq, w.projection).await,
+            None => read_cache::changed(req, agent).await,
         }
     }
     Ok(relayed)

@@ -88,7 +88,7 @@ pub async fn handle(
     let relayed = do_wire::upgrade(env, &ask.agent_id, &AgentCall::X402(call)).await?;
     if relayed.status == 200 {
         // head.json shows the tier: this location's copy is old now.
-        read_cache::purge(&ask.agent_id).await;
+        read_cache::changed(req, &ask.agent_id).await;
     }
     Ok(relay(relayed))
 }

@@ -1,0 +1,82 @@
+//! The read routes' dispatch, shared by both Workers: the answers the route
+//! alone decides, and `GET`/`HEAD` of an
+//! agent's documents (head.json, capsule.json, history.json, snapshots,
+//! verify.json, keys.json; export.json in the write Worker only). The entry
+//! Worker answers these itself; the write Worker's router (`routes`) calls
+//! the same function for the reads it is sent (a long-poll, export.json) or
+//! that reach it directly.
+
+use super::clock;
+use super::cold;
+use super::config::Config;
+use super::failure::Failure;
+use super::handlers::reads::ReadAs;
+use super::handlers::{history, key_log, reads, signer};
+use super::http::{self, Audience, CachedRead, Reply};
+use crate::core::access;
+use crate::core::crypto::AgentId;
+use crate::core::reason::ReasonCode;
+use crate::core::urls::{Action, Doc, Method};
+use crate::worker::request::Incoming;
+use worker::Env;
+
+/// The answer the route alone decides (`core::urls::Route::dispatch`): 404,
+/// 400 `bad_agent_id`, a CORS preflight, 405. `None` for any other action.
+pub fn decided(action: &Action<'_>, method: Method) -> Option<Result<Reply, Failure>> {
+    Some(match action {
+        Action::NotFound => Err(Failure::code(ReasonCode::NotFound)),
+        Action::BadAgentId => Err(Failure::code(ReasonCode::BadAgentId)),
+        Action::Preflight { allow, headers } => Ok(http::preflight(allow, headers).into()),
+        Action::MethodNotAllowed { allow } => {
+            Ok(http::method_not_allowed(allow, Audience::of(method)).into())
+        }
+        _ => return None,
+    })
+}
+
+/// One read of `doc` of `agent` (`head_only` for `HEAD`).
+pub async fn read(
+    req: &Incoming,
+    env: &Env,
+    cfg: &Config,
+    doc: Doc<'_>,
+    agent: &AgentId,
+    head_only: bool,
+) -> Result<Reply, Failure> {
+    let now_ms = clock::request_now_ms(req, cfg.test_clock);
+    // A signature is checked before anything about the capsule is read.
+    let reader = signer::of(req, env, now_ms).await?;
+    let mut read = CachedRead::of(req, head_only);
+    if reader.is_some() {
+        // Whatever a signed read gets is for that reader alone.
+        read = read.private();
+    }
+    // head.json and capsule.json are the hot path; the rest is kept out of
+    // its code (`cold`).
+    Ok(match doc {
+        Doc::Head | Doc::Capsule => {
+            reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await?
+        }
+        Doc::KeyLog => {
+            let read_as = ReadAs {
+                reader: reader.as_ref(),
+                scope: access::scope_of(&doc),
+                now_ms,
+            };
+            cold::path(key_log::get(env, agent, read, &read_as))
+                .await?
+                .into()
+        }
+        _ => {
+            let read_as = ReadAs {
+                reader: reader.as_ref(),
+                scope: access::scope_of(&doc),
+                now_ms,
+            };
+            let query = req.query_pairs();
+            cold::path(history::handle(query, env, doc, agent, read, &read_as))
+                .await?
+                .into()
+        }
+    })
+}
