@@ -16,6 +16,25 @@ const ENGLISH: [u32; 26] = [
     20, 1,
 ];
 
+/// [`ENGLISH`], largest first.
+const ENGLISH_SORTED: [u32; 26] = {
+    let mut sorted = ENGLISH;
+    let mut i = 0;
+    while i < 26 {
+        let mut j = i + 1;
+        while j < 26 {
+            if sorted[j] > sorted[i] {
+                let t = sorted[i];
+                sorted[i] = sorted[j];
+                sorted[j] = t;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    sorted
+};
+
 /// Fewest ASCII letters a string needs before it is read shifted.
 const MIN_SHIFT_LETTERS: usize = 12;
 
@@ -36,15 +55,25 @@ pub(super) fn shifted(text: &str) -> Option<(Encoding, String)> {
         return None;
     }
     // Score of reading letter i as letter map(i).
-    let score = |map: &dyn Fn(usize) -> usize| -> u32 {
-        (0..26).map(|i| counts[i] * ENGLISH[map(i)]).sum()
+    let score = |map: fn(usize, usize) -> usize, k: usize| -> u32 {
+        (0..26).map(|i| counts[i] * ENGLISH[map(i, k)]).sum()
     };
-    let as_written = score(&|i| i);
+    let as_written = score(|i, _| i, 0);
+    // No reading scores above the letters' counts matched, largest to
+    // largest, with the frequencies (the rearrangement inequality): where
+    // even that is not 30 % above the text as written (English text, which
+    // is most text), no shift can be, and the search is skipped.
+    let mut sorted = counts;
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let bound: u32 = sorted.iter().zip(ENGLISH_SORTED).map(|(c, e)| c * e).sum();
+    if bound * 10 < as_written * 13 {
+        return None;
+    }
     let (best_k, best) = (1..26)
         .filter(|&k| k != 13)
-        .map(|k| (k, score(&|i| (i + 26 - k) % 26)))
+        .map(|k| (k, score(|i, k| (i + 26 - k) % 26, k)))
         .max_by_key(|&(_, s)| s)?;
-    let atbash = score(&|i| 25 - i);
+    let atbash = score(|i, _| 25 - i, 0);
     // A shifted reading must beat the text as written clearly before it is
     // even tried (ordinary text scores best unshifted).
     let (via, key) = if atbash > best {
@@ -264,7 +293,7 @@ pub(super) fn braille(text: &str) -> Option<String> {
 }
 
 /// Fewest character codes a run needs before it is read.
-const MIN_CODES: usize = 8;
+pub(super) const MIN_CODES: usize = 8;
 
 /// Runs of character codes in `text`, read: 8-bit binary groups (spaced, or
 /// one run of 64+ bits) and decimal codes of printable ASCII (at least

@@ -154,11 +154,54 @@ const COMMON_WORDS: [&str; 20] = [
 
 /// How many of `text`'s words are [`COMMON_WORDS`].
 pub(super) fn common_words(text: &str) -> usize {
-    text.split(|c: char| !c.is_ascii_alphabetic())
-        .filter(|w| {
-            (2..=4).contains(&w.len()) && COMMON_WORDS.iter().any(|c| c.eq_ignore_ascii_case(w))
-        })
-        .count()
+    common_words_read(text)[0]
+}
+
+/// A word's letters as [`COMMON_WORDS`] are written (lower case), if it
+/// has their length.
+fn lowered(w: &str) -> Option<([u8; 4], usize)> {
+    if !(2..=4).contains(&w.len()) {
+        return None;
+    }
+    let mut buf = [0u8; 4];
+    for (d, s) in buf.iter_mut().zip(w.bytes()) {
+        *d = s.to_ascii_lowercase();
+    }
+    Some((buf, w.len()))
+}
+
+/// How many of `text`'s words are [`COMMON_WORDS`] as written, read with
+/// ROT13, and read backwards, in one pass: ROT13 and reversal keep the
+/// words where they are (letters stay letters), so a word counts for a
+/// reading when its ROT13 or its reverse is a common word, and neither
+/// reading has to be built to be counted.
+fn common_words_read(text: &str) -> [usize; 3] {
+    let mut n = [0usize; 3];
+    for w in text.split(|c: char| !c.is_ascii_alphabetic()) {
+        let Some((buf, len)) = lowered(w) else {
+            continue;
+        };
+        let w = &buf[..len];
+        for common in COMMON_WORDS {
+            let c = common.as_bytes();
+            if c.len() != len {
+                continue;
+            }
+            n[0] += usize::from(w == c);
+            n[1] += usize::from(w.iter().zip(c).all(|(&x, &y)| rot13(x) == y));
+            n[2] += usize::from(w.iter().rev().zip(c).all(|(&x, &y)| x == y));
+        }
+    }
+    n
+}
+
+/// A lower-case ASCII letter rotated by 13 (anything else as is).
+fn rot13(b: u8) -> u8 {
+    match b {
+        b'a'..=b'm' => b + 13,
+        b'n'..=b'z' => b - 13,
+        _ => b,
+    }
 }
 
 /// `text` read with ROT13 or reversed, each when it has letters enough and
@@ -170,24 +213,23 @@ fn transforms(text: &str) -> Vec<(Encoding, String)> {
     if text.bytes().filter(u8::is_ascii_alphabetic).count() < MIN_TRANSFORM_LETTERS {
         return Vec::new();
     }
-    let as_written = common_words(text);
-    let rot13: String = text
-        .chars()
-        .map(|c| match c {
-            'a'..='m' | 'A'..='M' => (c as u8 + 13) as char,
-            'n'..='z' | 'N'..='Z' => (c as u8 - 13) as char,
-            _ => c,
-        })
-        .collect();
-    let reversed: String = text.chars().rev().collect();
-    let mut out: Vec<(Encoding, String)> =
-        [(Encoding::Rot13, rot13), (Encoding::Reversed, reversed)]
-            .into_iter()
-            .filter(|(_, t)| {
-                let n = common_words(t);
-                n >= 2 && n > as_written
+    let [as_written, rotated, backwards] = common_words_read(text);
+    let reads = |n: usize| n >= 2 && n > as_written;
+    let mut out: Vec<(Encoding, String)> = Vec::new();
+    if reads(rotated) {
+        let rot13: String = text
+            .chars()
+            .map(|c| match c {
+                'a'..='m' | 'A'..='M' => (c as u8 + 13) as char,
+                'n'..='z' | 'N'..='Z' => (c as u8 - 13) as char,
+                _ => c,
             })
             .collect();
+        out.push((Encoding::Rot13, rot13));
+    }
+    if reads(backwards) {
+        out.push((Encoding::Reversed, text.chars().rev().collect()));
+    }
     out.extend(ciphers::shifted(text));
     out
 }
@@ -247,6 +289,63 @@ fn upside_down(text: &str) -> Option<String> {
     Some(text.chars().rev().map(|c| turned(c).0).collect())
 }
 
+/// What one pass over a string's bytes says about which decoders can find
+/// anything in it: each decoder below is skipped where its shape is
+/// missing (a base64 run needs [`MIN_RUN`] base64 characters in a row,
+/// percent-encoding a `%`, a split key or character codes digits …), so
+/// the usual string costs this pass rather than a pass per decoder.
+struct Shape {
+    digits: usize,
+    /// The longest run of base64 (or base32) characters.
+    base64_run: usize,
+    /// The longest run of bytes without ASCII whitespace.
+    token: usize,
+    percent: bool,
+    ampersand: bool,
+    backslash: bool,
+    line_break: bool,
+    query: bool,
+    ascii: bool,
+}
+
+impl Shape {
+    fn of(text: &str) -> Shape {
+        let mut s = Shape {
+            digits: 0,
+            base64_run: 0,
+            token: 0,
+            percent: false,
+            ampersand: false,
+            backslash: false,
+            line_break: false,
+            query: false,
+            ascii: true,
+        };
+        let (mut run, mut token) = (0, 0);
+        for &b in text.as_bytes() {
+            s.digits += usize::from(b.is_ascii_digit());
+            run = if is_base64_char(b) { run + 1 } else { 0 };
+            token = if b.is_ascii_whitespace() {
+                0
+            } else {
+                token + 1
+            };
+            s.base64_run = s.base64_run.max(run);
+            s.token = s.token.max(token);
+            match b {
+                b'%' => s.percent = true,
+                b'&' => s.ampersand = true,
+                b'\\' => s.backslash = true,
+                b'\n' => s.line_break = true,
+                b'?' => s.query = true,
+                0x80.. => s.ascii = false,
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
 /// The texts one layer of decoding finds in `text`.
 fn decode_once(text: &str) -> Vec<(Encoding, String)> {
     let mut out = Vec::new();
@@ -257,28 +356,52 @@ fn decode_once(text: &str) -> Vec<(Encoding, String)> {
             }
         }
     };
-    for run in base64_runs(text) {
-        push(Encoding::Base64, base64_text(&run));
-        push(Encoding::Base32, base32_text(&run));
+    let shape = Shape::of(text);
+    if shape.base64_run >= MIN_RUN {
+        for run in base64_runs(text) {
+            push(Encoding::Base64, base64_text(&run));
+            push(Encoding::Base32, base32_text(&run));
+        }
     }
     for bytes in hex_runs(text) {
         push(Encoding::Hex, into_text(bytes));
     }
-    push(Encoding::Percent, percent(text));
-    push(Encoding::Percent, query_values(text));
-    for joined in spaced_runs(text) {
-        push(Encoding::Spaced, Some(joined));
+    if shape.percent {
+        push(Encoding::Percent, percent(text));
     }
-    push(Encoding::Spaced, letter_per_line(text));
-    push(Encoding::HtmlEntities, html_entities(text));
-    push(Encoding::Escapes, escapes(text));
+    if shape.query {
+        push(Encoding::Percent, query_values(text));
+    }
+    // A joined key holds a digit.
+    if shape.digits > 0 {
+        for joined in spaced_runs(text) {
+            push(Encoding::Spaced, Some(joined));
+        }
+    }
+    if shape.line_break {
+        push(Encoding::Spaced, letter_per_line(text));
+    }
+    if shape.ampersand {
+        push(Encoding::HtmlEntities, html_entities(text));
+    }
+    if shape.backslash {
+        push(Encoding::Escapes, escapes(text));
+    }
     push(Encoding::Morse, ciphers::morse(text));
-    push(Encoding::Braille, ciphers::braille(text));
-    for (via, found) in ciphers::char_codes(text) {
-        push(via, Some(found));
+    if !shape.ascii {
+        push(Encoding::Braille, ciphers::braille(text));
     }
-    for found in ciphers::base85(text) {
-        push(Encoding::Base85, Some(found));
+    if shape.digits >= 2 * ciphers::MIN_CODES {
+        for (via, found) in ciphers::char_codes(text) {
+            push(via, Some(found));
+        }
+    }
+    // Base85 is read in tokens of twenty characters or more, or between
+    // `<~` and `~>`.
+    if shape.token >= 20 || text.contains("<~") {
+        for found in ciphers::base85(text) {
+            push(Encoding::Base85, Some(found));
+        }
     }
     out
 }
@@ -415,10 +538,11 @@ fn hex_runs(text: &str) -> Vec<Vec<u8>> {
     let mut runs = Vec::new();
     let mut i = 0;
     while i < b.len() {
-        if let Some((bytes, end)) = hex_run_at(b, i) {
-            let glued_before = i > 0 && b[i - 1].is_ascii_alphanumeric();
+        // A run glued to the letter or digit before it is part of a word.
+        let glued_before = i > 0 && b[i - 1].is_ascii_alphanumeric();
+        if let Some((bytes, end)) = (!glued_before).then(|| hex_run_at(b, i)).flatten() {
             let glued_after = b.get(end).is_some_and(u8::is_ascii_alphanumeric);
-            if bytes.len() >= MIN_HEX_BYTES && !glued_before && !glued_after {
+            if bytes.len() >= MIN_HEX_BYTES && !glued_after {
                 runs.push(bytes);
                 i = end;
                 continue;

@@ -68,6 +68,7 @@ pub use decode::Encoding;
 
 use crate::core::json::Json;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// What kind of unsafe content a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -105,42 +106,29 @@ pub struct Finding {
 /// written is reported without `via`.
 pub fn scan(capsule: &Json) -> Vec<Finding> {
     let mut findings = Vec::new();
+    // What each distinct string holds, whatever its position: a capsule
+    // repeats its keys ("id", "title", "status" in every objective) and
+    // many values, and each is read once.
+    let mut seen: HashMap<String, Vec<Hit>> = HashMap::new();
     walk::strings(capsule, |text, context, path| {
-        let mut hits: Vec<(&'static rules::Rule, Option<Encoding>)> = Vec::new();
-        let mut check = |text: &str, via: Option<Encoding>| {
-            let views = normalize::views(text);
-            // Injection found only inside the title of a cited work, a quoted
-            // span named as an example, or a clause reporting what an attack
-            // does is a mention, not a command (normalize::without_mentions).
-            let uncited: Option<Vec<&'static str>> =
-                normalize::without_mentions(&views.raw, &views.lower).map(|rest| {
-                    let mut names = Vec::new();
-                    engine::for_each_hit(&normalize::views(&rest), |rule| names.push(rule.name));
-                    names
-                });
-            engine::for_each_hit(&views, |rule| {
-                if rule.class == FindingClass::Injection
-                    && uncited
-                        .as_ref()
-                        .is_some_and(|names| !names.contains(&rule.name))
-                {
-                    return;
-                }
-                if !context.allows(rule) && !hits.iter().any(|(h, _)| h.name == rule.name) {
-                    hits.push((rule, via));
-                }
-            });
+        let found = match seen.get(text) {
+            Some(found) => found,
+            None => seen.entry(text.to_owned()).or_insert_with(|| hits(text)),
         };
-        check(text, None);
-        for layer in decode::layers(text) {
-            check(&layer.text, Some(layer.via));
+        // Rules share names (a pattern and a lexicon family of one
+        // kind): one finding per name, the first that fires here.
+        let mut kept: Vec<Hit> = Vec::new();
+        for &(rule, via) in found {
+            if !context.allows(rule) && !kept.iter().any(|(h, _)| h.name == rule.name) {
+                kept.push((rule, via));
+            }
         }
-        if hits.is_empty() {
+        if kept.is_empty() {
             return;
         }
         let at = path();
-        let full_url = hits.iter().any(|(h, _)| h.name == rules::SCHEME_URL);
-        for (rule, via) in hits {
+        let full_url = kept.iter().any(|(h, _)| h.name == rules::SCHEME_URL);
+        for (rule, via) in kept {
             // A full `scheme://host/...` URL also looks like a bare host with a
             // path; report it once.
             if full_url && rules::HOST_ONLY.contains(&rule.name) {
@@ -177,6 +165,46 @@ pub fn scan(capsule: &Json) -> Vec<Finding> {
     findings
         .dedup_by(|b, a| (a.path.as_str(), a.class, a.rule) == (b.path.as_str(), b.class, b.rule));
     findings
+}
+
+/// A rule that fired on a string, and the encoding it fired under (`None`:
+/// as written).
+type Hit = (&'static rules::Rule, Option<Encoding>);
+
+/// Every rule that fires on `text`, as written or decoded, once each (with
+/// the first encoding it fired under; as written comes first), wherever
+/// the text sits: the caller drops what its position allows.
+fn hits(text: &str) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut check = |text: &str, via: Option<Encoding>| {
+        let views = normalize::views(text);
+        // Injection found only inside the title of a cited work, a quoted
+        // span named as an example, or a clause reporting what an attack
+        // does is a mention, not a command (normalize::without_mentions).
+        let uncited: Option<Vec<&'static str>> =
+            normalize::without_mentions(&views.raw, &views.lower).map(|rest| {
+                let mut names = Vec::new();
+                engine::for_each_hit(&normalize::views(&rest), |rule| names.push(rule.name));
+                names
+            });
+        engine::for_each_hit(&views, |rule| {
+            if rule.class == FindingClass::Injection
+                && uncited
+                    .as_ref()
+                    .is_some_and(|names| !names.contains(&rule.name))
+            {
+                return;
+            }
+            if !hits.iter().any(|(h, _)| std::ptr::eq(*h, rule)) {
+                hits.push((rule, via));
+            }
+        });
+    };
+    check(text, None);
+    for layer in decode::layers(text) {
+        check(&layer.text, Some(layer.via));
+    }
+    hits
 }
 
 /// Loads the automata every scan runs now instead of on the first scan

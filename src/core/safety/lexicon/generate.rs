@@ -1,12 +1,12 @@
 //! Builds `table.rs` from the language files (`languages/`, natively, in
 //! tests): every term folded the way the tokenizer folds text, then written
-//! as sorted string tables (`super::Strings`) and, for the unspaced scripts,
+//! as sorted string blobs (`super::Strings`) and, for the unspaced scripts,
 //! a perfect-hash map by `phf_codegen`. The test fails when the committed
 //! `table.rs` is not exactly what the language files produce; with
 //! `SELFCAP_REGEN=1` it writes it (docs/GENERATED.md).
 
 use super::languages;
-use super::{fold_word, is_unspaced, MIN_STEM};
+use super::{fold_word, is_unspaced};
 use std::collections::{BTreeMap, BTreeSet};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
@@ -17,11 +17,6 @@ struct Table {
     exact: BTreeMap<String, u64>,
     /// Stems (prefixes) of single words.
     stems: BTreeMap<String, u64>,
-    /// The first MIN_STEM characters of every stem: a word whose start is
-    /// not here has no stem, and most words are ruled out by one lookup.
-    stem_starts: BTreeSet<String>,
-    /// First words of phrases, so phrase lookups are only tried there.
-    phrase_heads: BTreeSet<String>,
     /// Terms of unspaced scripts, by first character, longest first.
     unspaced: BTreeMap<char, Vec<(String, u64)>>,
 }
@@ -45,18 +40,14 @@ fn add_term(t: &mut Table, term: &str, cats: u64) {
     }
     let words: Vec<String> = lowered
         .split(' ')
-        .map(|w| fold_word(w.to_string()))
+        .map(|w| fold_word(w).into_owned())
         .collect();
     if let [word] = words.as_slice() {
         match word.strip_suffix('*') {
-            Some(stem) => {
-                t.stem_starts.insert(stem.chars().take(MIN_STEM).collect());
-                *t.stems.entry(stem.to_string()).or_default() |= cats
-            }
+            Some(stem) => *t.stems.entry(stem.to_string()).or_default() |= cats,
             None => *t.exact.entry(word.clone()).or_default() |= cats,
         }
     } else {
-        t.phrase_heads.insert(words[0].clone());
         *t.exact.entry(words.join(" ")).or_default() |= cats;
     }
 }
@@ -76,37 +67,42 @@ fn table() -> Table {
 }
 
 /// Every distinct category set of the string tables, so that each entry
-/// stores a one-byte index instead of a `u64`.
+/// stores a one-byte index (plus one: 0 ends an entry) instead of a `u64`.
 fn cat_index(t: &Table) -> Vec<u64> {
     let set: BTreeSet<u64> = t.exact.values().chain(t.stems.values()).copied().collect();
     let list: Vec<u64> = set.into_iter().collect();
     assert!(
-        list.len() <= 256,
+        list.len() <= 255,
         "more than 256 category sets: widen `Strings::cats`"
     );
     list
 }
 
-/// A sorted string table (`super::Strings`): the keys concatenated in byte
-/// order, where each ends, and (for maps) each key's category index.
+/// A sorted string blob (`super::Strings`): each key in byte order, the
+/// index of its categories plus one, and a 0 byte, as one byte string
+/// (printable ASCII as itself, every other byte escaped).
 fn strings<'a>(
     name: &str,
     doc: &str,
-    keys: impl Iterator<Item = (&'a String, Option<u64>)>,
+    prefixes: &str,
+    keys: impl Iterator<Item = (&'a String, u64)>,
     cats: &[u64],
 ) -> String {
-    let (mut blob, mut ends, mut idx) = (String::new(), Vec::new(), Vec::new());
+    let mut blob = String::new();
+    let mut byte = |b: u8| match b {
+        b'"' | b'\\' => blob.push_str(&format!("\\{}", b as char)),
+        0x20..=0x7e => blob.push(b as char),
+        _ => blob.push_str(&format!("\\x{b:02x}")),
+    };
     for (key, cat) in keys {
-        blob.push_str(key);
-        ends.push(blob.len().to_string());
-        if let Some(c) = cat {
-            idx.push(cats.iter().position(|&x| x == c).unwrap_or(0).to_string());
-        }
+        assert!(!key.bytes().any(|b| b < b' '), "{key:?}: a control byte");
+        key.bytes().for_each(&mut byte);
+        let index = cats.iter().position(|&x| x == cat).expect("indexed");
+        byte(u8::try_from(index + 1).expect("at most 255 sets"));
+        byte(0);
     }
     format!(
-        "/// {doc}\npub(super) static {name}: super::Strings = super::Strings {{\n    keys: {blob:?},\n    ends: &[{}],\n    cats: &[{}],\n}};\n",
-        ends.join(", "),
-        idx.join(", ")
+        "/// {doc}\npub(super) static {name}: super::Strings = super::Strings::new(\n    b\"{blob}\",\n    super::Prefixes::{prefixes},\n);\n"
     )
 }
 
@@ -135,25 +131,15 @@ fn source() -> String {
         strings(
             "EXACT",
             "Whole words and phrases (words joined by one space).",
-            t.exact.iter().map(|(k, v)| (k, Some(*v))),
+            "Words",
+            t.exact.iter().map(|(k, v)| (k, *v)),
             &cats,
         ),
         strings(
             "STEMS",
             "Stems (prefixes) of single words.",
-            t.stems.iter().map(|(k, v)| (k, Some(*v))),
-            &cats,
-        ),
-        strings(
-            "STEM_STARTS",
-            "The first MIN_STEM characters of every stem: a word whose start is not here has no stem.",
-            t.stem_starts.iter().map(|k| (k, None)),
-            &cats,
-        ),
-        strings(
-            "PHRASE_HEADS",
-            "First words of phrases, so phrase lookups are only tried there.",
-            t.phrase_heads.iter().map(|k| (k, None)),
+            "Start",
+            t.stems.iter().map(|(k, v)| (k, *v)),
             &cats,
         ),
         format!(

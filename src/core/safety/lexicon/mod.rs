@@ -22,12 +22,13 @@
 //! languages). Terms are written naturally, with accents; they go through
 //! the same folding as the text when the table is built.
 //!
-//! The table (words, stems, phrase heads, unspaced terms, each with its
+//! The table (words and phrases, stems, unspaced terms, each with its
 //! categories) is built from the language files at build time: `generate`
 //! folds every term the way the text is folded and writes `table.rs`:
-//! sorted string tables ([`Strings`]) for words, stems and phrase heads and
-//! a perfect-hash map (`phf`) for the unspaced scripts, all static data in
-//! the binary, so no isolate builds anything; a test fails if `table.rs` is not what the
+//! sorted string blobs ([`Strings`]) for words and phrases and for stems,
+//! which an isolate indexes by hash the first time it reads them (one pass,
+//! a fraction of a millisecond), and a perfect-hash map (`phf`) for the
+//! unspaced scripts; a test fails if `table.rs` is not what the
 //! language files produce (regenerate with `npm run regen`, or
 //! `SELFCAP_REGEN=1 cargo test --lib lexicon`: docs/GENERATED.md).
 //!
@@ -53,6 +54,8 @@ mod languages;
 mod table;
 
 use super::normalize::unleet;
+use std::borrow::Cow;
+use std::sync::OnceLock;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
@@ -175,47 +178,151 @@ pub(crate) const MAX_PHRASE: usize = 6;
 /// Shortest stem, in characters.
 pub(crate) const MIN_STEM: usize = 3;
 
-/// A generated table of strings (`table.rs`): the keys sorted by their
-/// bytes and concatenated, where each one ends, and the index of its
-/// categories in `table::CATS`. One blob and two small arrays are a
-/// fraction of the size of a hash map of `&str` (a pointer, a length and a
-/// `u64` per entry, and the hash's displacements), which matters in the
-/// Worker; a lookup is a binary search (about fourteen comparisons of short
-/// byte strings for the largest table).
+/// A generated table of strings (`table.rs`): one blob of entries sorted
+/// by their keys' bytes, each entry the key, one byte naming its
+/// categories (`table::CATS[byte - 1]`) and a 0 byte. The Worker carries
+/// just that text; the first time a table is read, one pass over it
+/// builds a hash index of its keys (and of the prefixes lookups ask about:
+/// the words a phrase starts with, "pay" and "pay no" of "pay no attention
+/// to", or a stem's first letters), so a word costs one hash and a probe or
+/// two rather than a binary search.
 pub(crate) struct Strings {
-    keys: &'static str,
-    ends: &'static [u32],
-    cats: &'static [u8],
+    blob: &'static [u8],
+    prefixes: Prefixes,
+    index: OnceLock<Index>,
+}
+
+/// Which prefixes of its keys a table can be asked about.
+pub(crate) enum Prefixes {
+    /// Every run of whole words a phrase starts with (up to a space).
+    Words,
+    /// The first [`MIN_STEM`] characters of every key.
+    Start,
+}
+
+struct Index {
+    /// Where each entry starts, and (last) the blob's length.
+    starts: Vec<u32>,
+    /// Open addressing by [`hash`], a power of two long: 0 is empty, else
+    /// `entry << 1 | prefix` plus one, `prefix` set when the slot stands
+    /// for a prefix of the entry's key rather than the key.
+    slots: Vec<u32>,
+}
+
+/// FNV-1a.
+fn hash(key: &[u8]) -> usize {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in key {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h as usize
+}
+
+/// What a lookup found: the key's categories if it is a key, and whether
+/// some longer key starts with it (as a prefix the table indexes).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub cats: Option<u64>,
+    pub prefix: bool,
 }
 
 impl Strings {
-    fn find(&self, key: &str) -> Option<usize> {
-        let (mut lo, mut hi) = (0, self.ends.len());
-        let keys = self.keys.as_bytes();
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let start = if mid == 0 {
-                0
-            } else {
-                self.ends[mid - 1] as usize
-            };
-            match keys[start..self.ends[mid] as usize].cmp(key.as_bytes()) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
+    pub(crate) const fn new(blob: &'static [u8], prefixes: Prefixes) -> Strings {
+        Strings {
+            blob,
+            prefixes,
+            index: OnceLock::new(),
         }
-        None
+    }
+
+    fn index(&self) -> &Index {
+        self.index.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(
+                self.blob
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == 0)
+                    .map(|(i, _)| i as u32 + 1),
+            );
+            let mut marks: Vec<(usize, u32)> = Vec::new();
+            for e in 0..starts.len() - 1 {
+                let key = Self::key_at(self.blob, &starts, e);
+                marks.push((hash(key), (e as u32) << 1));
+                match self.prefixes {
+                    Prefixes::Words => marks.extend(
+                        key.iter()
+                            .enumerate()
+                            .filter(|(_, &b)| b == b' ')
+                            .map(|(i, _)| (hash(&key[..i]), (e as u32) << 1 | 1)),
+                    ),
+                    Prefixes::Start => {
+                        let start = std::str::from_utf8(key)
+                            .ok()
+                            .and_then(|k| k.char_indices().nth(MIN_STEM))
+                            .map(|(i, _)| i);
+                        if let Some(i) = start {
+                            marks.push((hash(&key[..i]), (e as u32) << 1 | 1));
+                        }
+                    }
+                }
+            }
+            let len = (marks.len() * 2).next_power_of_two();
+            let mut slots = vec![0u32; len];
+            for (h, mark) in marks {
+                let mut at = h & (len - 1);
+                while slots[at] != 0 {
+                    at = (at + 1) & (len - 1);
+                }
+                slots[at] = mark + 1;
+            }
+            Index { starts, slots }
+        })
+    }
+
+    /// The key of entry `e` (without its category byte and 0).
+    fn key_at<'b>(blob: &'b [u8], starts: &[u32], e: usize) -> &'b [u8] {
+        let (start, next) = (starts[e] as usize, starts[e + 1] as usize);
+        &blob[start..next.saturating_sub(2).max(start)]
+    }
+
+    /// Looks `key` up (see [`Found`]).
+    pub(crate) fn find(&self, key: &str) -> Found {
+        let key = key.as_bytes();
+        let index = self.index();
+        let mask = index.slots.len() - 1;
+        let mut at = hash(key) & mask;
+        let mut found = Found::default();
+        loop {
+            let slot = index.slots[at];
+            if slot == 0 {
+                return found;
+            }
+            let (e, prefix) = ((slot - 1) as usize >> 1, (slot - 1) & 1 == 1);
+            let k = Self::key_at(self.blob, &index.starts, e);
+            if !prefix && k == key {
+                let cat = self.blob[index.starts[e + 1] as usize - 2];
+                found.cats = Some(
+                    table::CATS
+                        .get(usize::from(cat).wrapping_sub(1))
+                        .copied()
+                        .unwrap_or(0),
+                );
+            } else if prefix && k.len() > key.len() && k.starts_with(key) {
+                // A phrase's words end at a space ("pay no" of "pay no
+                // attention", not "pay n").
+                found.prefix |= match self.prefixes {
+                    Prefixes::Words => k[key.len()] == b' ',
+                    Prefixes::Start => true,
+                };
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// The key's categories (0 for a term without category).
     pub(crate) fn get(&self, key: &str) -> Option<u64> {
-        self.find(key)
-            .map(|i| self.cats.get(i).map_or(0, |&c| table::CATS[c as usize]))
-    }
-
-    pub(crate) fn contains(&self, key: &str) -> bool {
-        self.find(key).is_some()
+        self.find(key).cats
     }
 }
 
@@ -248,10 +355,10 @@ fn is_word_char(c: char) -> bool {
 
 /// Accents off Latin and Greek letters, a few letters NFD cannot split, and leetspeak
 /// undone in words that mix letters and digits. Other scripts are untouched.
-pub(crate) fn fold_word(word: String) -> String {
+pub(crate) fn fold_word(word: &str) -> Cow<'_, str> {
     // Plain lower-case ASCII letters (most words): nothing to fold.
     if word.bytes().all(|b| b.is_ascii_lowercase() || b == b'*') {
-        return word;
+        return Cow::Borrowed(word);
     }
     let mut out = String::with_capacity(word.len());
     for c in word.chars() {
@@ -278,12 +385,12 @@ pub(crate) fn fold_word(word: String) -> String {
     if letters && digits {
         out = out.chars().map(unleet).collect();
     }
-    out
+    Cow::Owned(out)
 }
 
 /// A word of the text before lookup, with what follows it.
-struct Word {
-    text: String,
+struct Word<'a> {
+    text: Cow<'a, str>,
     /// Chars of the separator after the word ("" at the end).
     joined_by_ident: bool,
     flags: u64,
@@ -307,45 +414,44 @@ pub(crate) fn tokens(lower: &str) -> Tokens {
 fn token_list(lower: &str) -> Vec<Tok> {
     let mut out = Vec::new();
     let mut words: Vec<Word> = Vec::new();
-    let chars: Vec<char> = lower.chars().collect();
-    let mut i = 0;
     let mut prev_ident = false;
-    while i < chars.len() {
-        let c = chars[i];
+    let mut i = 0;
+    while let Some(c) = lower[i..].chars().next() {
         if is_unspaced(c) {
             flush_words(&mut words, &mut out);
-            let start = i;
-            while i < chars.len() && is_unspaced(chars[i]) {
-                i += 1;
-            }
-            unspaced_run(&chars[start..i], chars.get(i).copied(), &mut out);
+            let run: Vec<char> = lower[i..].chars().take_while(|&c| is_unspaced(c)).collect();
+            i += run.iter().map(|c| c.len_utf8()).sum::<usize>();
+            unspaced_run(&run, lower[i..].chars().next(), &mut out);
             prev_ident = false;
             continue;
         }
         if !is_word_char(c) {
-            i += 1;
+            i += c.len_utf8();
             continue;
         }
         let start = i;
-        while i < chars.len() && is_word_char(chars[i]) {
-            i += 1;
-        }
-        let text: String = chars[start..i].iter().collect();
+        i += lower[i..]
+            .find(|c: char| !is_word_char(c))
+            .unwrap_or(lower.len() - i);
+        let text = &lower[start..i];
         // What follows: ':' / '=' (possibly after spaces), or an identifier
         // joint ('_' or '.' or '-' glued to another word character).
         let mut flags = if prev_ident { cat::IDENT } else { 0 };
         // "$500", "€20": an amount of money.
-        if start > 0 && matches!(chars[start - 1], '$' | '€' | '£' | '¥') {
+        if matches!(
+            lower[..start].chars().next_back(),
+            Some('$' | '€' | '£' | '¥')
+        ) {
             flags |= cat::MONEY;
         }
-        let next = chars[i..].iter().find(|c| **c != ' ').copied();
-        match next {
+        let mut after = lower[i..].chars();
+        match lower[i..].chars().find(|c| *c != ' ') {
             Some(':') | Some('：') => flags |= cat::COLON,
             Some('=') => flags |= cat::EQ,
             _ => {}
         }
-        let glued = matches!(chars.get(i), Some('_') | Some('.'))
-            && chars.get(i + 1).is_some_and(|&n| is_word_char(n));
+        let glued =
+            matches!(after.next(), Some('_') | Some('.')) && after.next().is_some_and(is_word_char);
         if glued {
             flags |= cat::IDENT;
         }
@@ -368,20 +474,25 @@ fn flush_words(words: &mut Vec<Word>, out: &mut Vec<Tok>) {
     while i < joined.len() {
         let w = &joined[i];
         let mut taken = 1;
-        let mut cats = 0;
-        if table::PHRASE_HEADS.contains(w.text.as_str()) {
-            let mut phrase = w.text.clone();
+        let word = table::EXACT.find(&w.text);
+        let mut cats = word.cats.unwrap_or(0);
+        if word.prefix {
+            let mut phrase = w.text.to_string();
             for n in 2..=MAX_PHRASE.min(joined.len() - i) {
                 phrase.push(' ');
                 phrase.push_str(&joined[i + n - 1].text);
-                if let Some(c) = table::EXACT.get(phrase.as_str()) {
+                let found = table::EXACT.find(&phrase);
+                if let Some(c) = found.cats {
                     cats = c;
                     taken = n;
                 }
+                if !found.prefix {
+                    break;
+                }
             }
         }
-        if taken == 1 {
-            cats = lookup_word(&w.text);
+        if taken == 1 && word.cats.is_none() {
+            cats = stem(&w.text);
         }
         let flags = joined[i..i + taken].iter().fold(0, |f, w| f | w.flags);
         out.push(Tok { cats: cats | flags });
@@ -396,7 +507,6 @@ fn join_spelled_out(words: Vec<Word>) -> Vec<Word> {
     }
     let mut out: Vec<Word> = Vec::with_capacity(words.len());
     let mut run: Vec<Word> = Vec::new();
-    let single = |w: &Word| w.text.chars().count() == 1 && !w.joined_by_ident;
     for w in words {
         if single(&w) {
             run.push(w);
@@ -409,12 +519,12 @@ fn join_spelled_out(words: Vec<Word>) -> Vec<Word> {
     out
 }
 
-fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
+fn flush_run<'a>(run: &mut Vec<Word<'a>>, out: &mut Vec<Word<'a>>) {
     if run.len() >= 3 {
-        let text = run.iter().map(|w| w.text.as_str()).collect();
+        let text: String = run.iter().map(|w| &*w.text).collect();
         let flags = run.last().map_or(0, |w| w.flags);
         out.push(Word {
-            text,
+            text: Cow::Owned(text),
             joined_by_ident: false,
             flags,
         });
@@ -424,16 +534,16 @@ fn flush_run(run: &mut Vec<Word>, out: &mut Vec<Word>) {
     }
 }
 
-fn lookup_word(word: &str) -> u64 {
-    if let Some(c) = table::EXACT.get(word) {
-        return c;
-    }
-    // Longest stem that prefixes the word (at least MIN_STEM characters).
+/// The categories of the longest stem that prefixes `word` (at least
+/// MIN_STEM characters), 0 when none does.
+fn stem(word: &str) -> u64 {
     let start_end = word
         .char_indices()
         .nth(MIN_STEM)
         .map_or(word.len(), |(i, _)| i);
-    if !table::STEM_STARTS.contains(&word[..start_end]) {
+    // Most words are ruled out here: no stem starts as they do.
+    let start = table::STEMS.find(&word[..start_end]);
+    if start.cats.is_none() && !start.prefix {
         return 0;
     }
     let mut end = word.len();
@@ -512,8 +622,8 @@ mod tests {
     fn accents_leetspeak_and_spelled_out_words() {
         assert!(cats("1gn0re")[0] & cat::IGNORE != 0);
         assert!(cats("i g n o r e")[0] & cat::IGNORE != 0);
-        assert_eq!(fold_word("instrucción".into()), "instruccion");
-        assert_eq!(fold_word("größe".into()), "grosse");
+        assert_eq!(fold_word("instrucción"), "instruccion");
+        assert_eq!(fold_word("größe"), "grosse");
     }
 
     #[test]
