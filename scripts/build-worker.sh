@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the service's two Workers with worker-build: the entry Worker
-# (workers/entry/) into build/ (index.js + index_bg.wasm) and the write
-# Worker (workers/write/) beside it into build/write/; and the Capsule
+# Builds the service's three Workers with worker-build: the entry Worker
+# (workers/entry/) into build/ (index.js + index_bg.wasm), the write Worker
+# (workers/write/) beside it into build/write/ and the extras Worker
+# (workers/extras/) into build/extras/; and the Capsule
 # Explorer's static assets into build/assets/ (public/ as checked in, plus
 # the core compiled for the browser: explorer/core.js + core_bg.wasm), which
 # wrangler serves through [assets] in wrangler.toml.
@@ -59,11 +60,22 @@ build_worker() {
   raw=$(stat -c %s "$out/index_bg.wasm")
   gz=$(gzip -9 -c "$out/index_bg.wasm" | wc -c)
   echo "build-worker: $name Worker built in $((end - start)) s; $out/index_bg.wasm ${raw} bytes, ${gz} bytes gzipped"
+  # The project's budget for every Worker (a smaller module starts faster):
+  # a build over it fails here, where it grew, rather than in a deploy.
+  if ((gz > WORKER_BUDGET_GZ)); then
+    echo "build-worker: the $name Worker is over its budget of $WORKER_BUDGET_GZ bytes gzipped" >&2
+    rm -f "$out/index_bg.wasm"
+    exit 1
+  fi
 }
 
-mkdir -p build/write
+# 1 MiB of gzipped wasm per Worker.
+WORKER_BUDGET_GZ=1048576
+
+mkdir -p build/write build/extras
 build_worker workers/entry build entry
 build_worker workers/write build/write write
+build_worker workers/extras build/extras extras
 
 # The Explorer's wasm: the core without the Worker (explorer/, default
 # features off), bound for the browser. Kept in build/explorer-core/ and

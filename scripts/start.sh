@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the service locally on http://127.0.0.1:8787 (PORT=… for another) with
-# wrangler dev: both Workers (the entry, which gets every request, and the
-# write Worker behind its service binding) in one real workerd, local KV and
+# wrangler dev: its three Workers (the entry, which gets every request, and
+# the write and extras Workers behind its service bindings) in one real
+# workerd, local KV and
 # Durable Objects persisted under .wrangler/state (so capsules survive
 # restarts; `npm start -- --persist-to DIR` for another directory). No
 # Cloudflare account is needed. Any other arguments go to `wrangler dev`;
-# each `--var NAME:VALUE` reaches both Workers.
+# each `--var NAME:VALUE` reaches every Worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WRANGLER_SEND_METRICS=false
@@ -40,8 +41,8 @@ for arg in "$@"; do
   esac
 done
 # wrangler dev gives its flags to the first config (the entry) only: the
-# write Worker gets every var in a config of its own (scripts/dev-config.mjs),
-# made for this run and removed with it.
+# write and extras Workers get every var in configs of their own
+# (scripts/dev-config.mjs), made for this run and removed with it.
 vars=()
 collecting=0
 for arg in "${origin[@]}" "${upstream[@]}" "$@"; do
@@ -70,9 +71,9 @@ if [[ ${#upstream[@]} -gt 0 ]]; then
 fi
 # --test-scheduled: GET /__scheduled runs the cron trigger (the world
 # refresh) on demand, as wrangler dev does not run cron triggers itself. It
-# reaches the entry, which hands it to the write Worker's handler.
+# reaches the entry, which hands it to the extras Worker's handler.
 npx --no-install wrangler dev \
-  -c wrangler.toml -c "$run_dir/wrangler.json" \
+  -c wrangler.toml -c "$run_dir/write.json" -c "$run_dir/extras.json" \
   --ip 127.0.0.1 --port "$port" \
   --show-interactive-dev-session=false \
   --test-scheduled \

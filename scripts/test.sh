@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, generated files against
 # their sources, native Rust tests, the independent TypeScript implementation's vector tests,
-# lint (native and wasm), the wasm builds (both Workers), the CLI build, the npm packages
+# lint (native and wasm), the wasm builds (the three Workers), the CLI build, the npm packages
 # (packed into build/npm/), then the end-to-end tests in workerd (Miniflare),
 # which also drive the selfcap CLI, the independent TypeScript implementation, the npm package
 # (installed from its tarball) and the Python package (built into a wheel and
@@ -35,13 +35,14 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 
 step "cargo clippy (wasm32: each Worker on its own, the Explorer's core and the npm package's core without them; -D warnings)"
 # One package per run: a run over several would compile the library once
-# with both Workers' features, which is neither Worker.
+# with several Workers' features, which is none of them.
 cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-entry -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-write -- -D warnings
+cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-extras -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-explorer -- -D warnings
 cargo clippy --locked --target wasm32-unknown-unknown -p self-capsule-js -- -D warnings
 
-step "build the two Workers (wasm) and the Explorer's assets"
+step "build the three Workers (wasm) and the Explorer's assets"
 bash scripts/build-worker.sh
 
 step "build the selfcap CLI (native) for the end-to-end tests"

@@ -6,11 +6,14 @@
 //!   Feature `core-full` is all of it; without it, only the read path's part
 //!   (what the entry Worker needs).
 //! - `worker` (wasm32 only): the Worker layer, compiled for one of the
-//!   service's two Workers. Feature `worker` (on by default) is the write
-//!   Worker (`workers/write/`): every route, KV, the Durable Objects;
-//!   feature `entry` is the entry Worker (`workers/entry/`): the read routes
-//!   from KV and the location's read cache, everything else forwarded. The
-//!   Capsule Explorer's browser build (`explorer/`) is the core without it.
+//!   service's three Workers. Feature `entry` is the entry Worker
+//!   (`workers/entry/`): the read routes from KV and the location's read
+//!   cache, everything else forwarded; feature `write` the write Worker
+//!   (`workers/write/`): the write path and the Durable Objects; feature
+//!   `extras` the extras Worker (`workers/extras/`): MCP, the payment routes,
+//!   the projected feeds and the cron, on the write Worker's objects (`write`
+//!   and `extras` are both on by default). The Capsule Explorer's browser
+//!   build (`explorer/`) is the core without it.
 //! - [`client`] (native only): the client library behind the `selfcap` CLI.
 //! - [`cli`] (native only): the `selfcap` CLI itself, as one function
 //!   ([`cli::run`]) that the binary and the Python package's command call.

@@ -78,3 +78,36 @@ fn a_forbidden_use_is_found() {
     // The check itself: src/cli does use the client.
     assert!(!uses("cli", &["client"]).is_empty());
 }
+
+#[test]
+fn each_worker_crate_is_glue_over_its_own_feature() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("workers");
+    let mut crates: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    crates.sort();
+    assert_eq!(crates, ["entry", "extras", "write"]);
+    for name in crates {
+        // The root library with this Worker's feature alone: a second
+        // Worker's feature would compile that Worker's code into this one.
+        let manifest = std::fs::read_to_string(root.join(&name).join("Cargo.toml")).unwrap();
+        let dep = manifest
+            .lines()
+            .find(|l| l.starts_with("self-capsule = "))
+            .unwrap_or_else(|| panic!("workers/{name}: no self-capsule dependency"));
+        assert!(
+            dep.contains("default-features = false")
+                && dep.contains(&format!("features = [\"{name}\"]")),
+            "workers/{name}: {dep}"
+        );
+        // Its code only names the runtime's entry points in the Worker layer.
+        let lib = std::fs::read_to_string(root.join(&name).join("src/lib.rs")).unwrap();
+        for (i, _) in lib.match_indices("self_capsule::") {
+            assert!(
+                lib[i..].starts_with("self_capsule::worker"),
+                "workers/{name}/src/lib.rs reaches past the Worker layer"
+            );
+        }
+    }
+}

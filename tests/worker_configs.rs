@@ -1,11 +1,13 @@
-//! The two Workers' wrangler configs agree with each other and with the
+//! The three Workers' wrangler configs agree with each other and with the
 //! code: the entry (`wrangler.toml`) calls the write Worker
-//! (`wrangler.write.toml`) by its name, binds its `NonceDO` class across,
-//! reads the same KV namespace under the same compatibility date; the write
-//! Worker binds and migrates every Durable Object class the code defines,
-//! owns the cron and has no route of its own. A mismatch here would deploy
-//! an entry that forwards into nothing; the end-to-end harness takes the
-//! names from these files, so it would not notice.
+//! (`wrangler.write.toml`) and the extras Worker (`wrangler.extras.toml`) by
+//! their names, binds the write Worker's `NonceDO` class across; all three
+//! read the same KV namespace under the same compatibility date; the write
+//! Worker binds and migrates every Durable Object class the code defines;
+//! the extras Worker defines none, binds each one it calls across, and owns
+//! the cron; neither has a route of its own. A mismatch here would deploy an
+//! entry that forwards into nothing; the end-to-end harness takes the names
+//! from these files, so it would not notice.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -113,35 +115,56 @@ fn classes_in_code() -> Vec<String> {
 }
 
 #[test]
-fn the_entry_calls_the_write_worker_by_its_name_and_shares_its_namespace() {
+fn the_entry_calls_the_workers_behind_it_by_their_names_and_all_share_one_namespace() {
     let entry = Config::read("wrangler.toml");
     let write = Config::read("wrangler.write.toml");
+    let extras = Config::read("wrangler.extras.toml");
     let writer = write.top.get("name").unwrap();
+    let extra = extras.top.get("name").unwrap();
     assert_ne!(entry.top.get("name"), Some(writer));
+    assert_ne!(entry.top.get("name"), Some(extra));
+    assert_ne!(writer, extra);
 
     let date = entry.top.get("compatibility_date").unwrap();
     assert_eq!(write.top.get("compatibility_date"), Some(date));
+    assert_eq!(extras.top.get("compatibility_date"), Some(date));
     assert!(date <= "2026-05-03", "compatibility_date {date}");
 
     assert_eq!(entry.top.get("main"), Some("build/index.js"));
     assert_eq!(write.top.get("main"), Some("build/write/index.js"));
+    assert_eq!(extras.top.get("main"), Some("build/extras/index.js"));
 
-    // The service binding, by the name the code calls.
-    let services = entry.all("services");
-    assert_eq!(services.len(), 1);
-    assert_eq!(
-        services[0].get("binding"),
-        Some(constant("src/worker/entry/forward.rs", "WRITER_BINDING").as_str())
-    );
-    assert_eq!(services[0].get("service"), Some(writer));
+    // The service bindings, by the names the code calls.
+    let forward = "src/worker/entry/forward.rs";
+    let mut services: Vec<(String, String)> = entry
+        .all("services")
+        .iter()
+        .map(|t| {
+            (
+                t.get("binding").unwrap().into(),
+                t.get("service").unwrap().into(),
+            )
+        })
+        .collect();
+    services.sort();
+    let mut expected = vec![
+        (constant(forward, "WRITER_BINDING"), writer.to_owned()),
+        (constant(forward, "EXTRAS_BINDING"), extra.to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(services, expected);
+    // Only the entry calls another Worker.
+    assert!(!write.has("services") && !extras.has("services"));
 
     // One KV namespace, bound alike.
     let kv = constant("src/worker/config.rs", "KV_BINDING");
-    let (a, b) = (entry.all("kv_namespaces"), write.all("kv_namespaces"));
-    assert_eq!((a.len(), b.len()), (1, 1));
-    assert_eq!(a[0].get("binding"), Some(kv.as_str()));
-    assert_eq!(b[0].get("binding"), Some(kv.as_str()));
-    assert_eq!(a[0].get("id"), b[0].get("id"));
+    let id = entry.all("kv_namespaces")[0].get("id");
+    for c in [&entry, &write, &extras] {
+        let bound = c.all("kv_namespaces");
+        assert_eq!(bound.len(), 1);
+        assert_eq!(bound[0].get("binding"), Some(kv.as_str()));
+        assert_eq!(bound[0].get("id"), id);
+    }
 }
 
 #[test]
@@ -187,20 +210,47 @@ fn the_durable_objects_are_the_write_workers_and_the_entry_binds_one_across() {
         .all("durable_objects.bindings")
         .iter()
         .all(|t| t.get("script_name").is_none()));
+
+    // The extras Worker: every class, each the write Worker's, bound by the
+    // same names; no class, migration or binding of its own.
+    let extras = Config::read("wrangler.extras.toml");
+    let across = extras.all("durable_objects.bindings");
+    assert!(across.iter().all(|t| t.get("script_name") == Some(writer)));
+    let names = |c: &Config| {
+        let mut n: Vec<(String, String)> = c
+            .all("durable_objects.bindings")
+            .iter()
+            .map(|t| {
+                (
+                    t.get("name").unwrap().into(),
+                    t.get("class_name").unwrap().into(),
+                )
+            })
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&extras), names(&write));
+    assert!(!extras.has("migrations"));
 }
 
 #[test]
-fn requests_reach_the_entry_the_cron_the_write_worker() {
+fn requests_reach_the_entry_the_cron_the_extras_worker() {
     let entry = Config::read("wrangler.toml");
     let write = Config::read("wrangler.write.toml");
+    let extras = Config::read("wrangler.extras.toml");
     // Only the entry is reachable from outside, with the Explorer beside it.
-    assert_eq!(write.top.get("workers_dev"), Some("false"));
-    assert!(!write.has("assets") && !write.has("routes"));
+    for behind in [&write, &extras] {
+        assert_eq!(behind.top.get("workers_dev"), Some("false"));
+        assert!(!behind.has("assets") && !behind.has("routes"));
+    }
     assert!(entry.all("assets")[0].get("directory").is_some());
-    // The cron is the write Worker's.
-    assert!(write.all("triggers")[0].get("crons").is_some());
-    // Both log.
-    for c in [&entry, &write] {
+    // The cron is the extras Worker's (the world feed's refresh is compiled
+    // there only).
+    assert!(extras.all("triggers")[0].get("crons").is_some());
+    assert!(!write.has("triggers") && !entry.has("triggers"));
+    // All log.
+    for c in [&entry, &write, &extras] {
         assert_eq!(c.all("observability")[0].get("enabled"), Some("true"));
     }
 }

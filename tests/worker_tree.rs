@@ -4,11 +4,16 @@
 //! this reads its `use` paths (`crate::worker::…`, `super::…`) from the
 //! source and fails on an import cycle or an edge against the layering.
 //!
-//! The same source is two Workers: the write Worker (feature `worker`)
-//! compiles all of it; the entry Worker (feature `entry`) compiles what is
-//! not gated by `#[cfg(feature = "worker")]`. Read as the entry compiles it
-//! (gated items dropped), no module may reach a write-only one, nor the
-//! core's write side.
+//! The same source is three Workers: the entry Worker (feature `entry`)
+//! compiles what is not gated by `#[cfg(feature = "worker")]` (nor by
+//! `write` or `extras`, which imply it); the write Worker (feature `write`)
+//! and the extras Worker (feature `extras`) each compile what is not gated
+//! by the other's feature. Read as the entry compiles it (gated items
+//! dropped), no module may reach a write-only one, nor the core's write
+//! side; read as the extras Worker compiles it, none may reach a Durable
+//! Object class or what only the objects use; read as the write Worker
+//! compiles it, none may reach the extras' routes (MCP, payments, feeds) or
+//! the cron's refresh.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -267,9 +272,27 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
     problems
 }
 
-/// The gate of the write Worker's code: what follows it is not compiled
-/// into the entry Worker.
-const WRITE_GATE: &str = "#[cfg(feature = \"worker\")]";
+/// The gates whose items the entry Worker does not compile: the code of
+/// the Workers behind it, shared or one's own.
+const ENTRY_DROPS: &[&str] = &[
+    "#[cfg(feature = \"worker\")]",
+    "#[cfg(feature = \"write\")]",
+    "#[cfg(feature = \"extras\")]",
+];
+
+/// The gates whose items the write Worker does not compile.
+const WRITE_DROPS: &[&str] = &[
+    "#[cfg(feature = \"entry\")]",
+    "#[cfg(feature = \"extras\")]",
+    "#[cfg(any(feature = \"entry\", feature = \"extras\"))]",
+];
+
+/// The gates whose items the extras Worker does not compile.
+const EXTRAS_DROPS: &[&str] = &[
+    "#[cfg(feature = \"entry\")]",
+    "#[cfg(feature = \"write\")]",
+    "#[cfg(not(feature = \"extras\"))]",
+];
 
 /// The core's write side, which the entry Worker never uses and does not
 /// compile (each is gated by the `core-full` feature, checked below):
@@ -323,21 +346,25 @@ fn core_gated(module: &str) -> bool {
     })
 }
 
-/// `src` as the entry Worker compiles it: every item, statement, field or
-/// match arm right after a [`WRITE_GATE`] dropped.
-fn entry_view(src: &str) -> String {
+/// `src` as a Worker compiles it: every item, statement, field or match
+/// arm right after one of `drops` (the gates it does not compile) dropped.
+fn view(src: &str, drops: &[&str]) -> String {
     let mut out = String::new();
     let mut rest = src;
-    while let Some(at) = rest.find(WRITE_GATE) {
+    while let Some((at, gate)) = drops
+        .iter()
+        .filter_map(|g| rest.find(g).map(|at| (at, g.len())))
+        .min()
+    {
         // A gate named in a comment gates nothing.
         let line = &rest[rest[..at].rfind('\n').map_or(0, |i| i + 1)..at];
         if line.contains("//") {
-            out.push_str(&rest[..at + WRITE_GATE.len()]);
-            rest = &rest[at + WRITE_GATE.len()..];
+            out.push_str(&rest[..at + gate]);
+            rest = &rest[at + gate..];
             continue;
         }
         out.push_str(&rest[..at]);
-        rest = after_item(&rest[at + WRITE_GATE.len()..]);
+        rest = after_item(&rest[at + gate..]);
     }
     out.push_str(rest);
     out
@@ -381,15 +408,20 @@ fn after_item(src: &str) -> &str {
     ""
 }
 
-/// The modules the entry Worker does not compile: those whose `mod` is
-/// gated in their parent, and everything under them.
+/// The modules the entry Worker does not compile.
 fn write_only(sources: &BTreeMap<String, String>) -> BTreeSet<String> {
+    not_compiled(sources, ENTRY_DROPS)
+}
+
+/// The modules a Worker that drops `drops` does not compile: those whose
+/// `mod` is gated in their parent, and everything under them.
+fn not_compiled(sources: &BTreeMap<String, String>, drops: &[&str]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for module in sources.keys().filter(|m| !m.is_empty()) {
         let mut parts: Vec<&str> = module.split("::").collect();
         while let Some(name) = parts.pop() {
             let parent = parts.join("::");
-            let view = entry_view(sources.get(&parent).map_or("", String::as_str));
+            let view = view(sources.get(&parent).map_or("", String::as_str), drops);
             let declared = view.split([';', '\n']).any(|l| {
                 l.trim().strip_prefix("pub ").unwrap_or(l.trim()) == format!("mod {name}")
             });
@@ -406,29 +438,41 @@ fn write_only(sources: &BTreeMap<String, String>) -> BTreeSet<String> {
 /// the write side: a write-only module of the Worker, or the core's write
 /// side.
 fn entry_reaches_write_side(sources: &BTreeMap<String, String>) -> Vec<String> {
-    let write = write_only(sources);
+    reaches(sources, ENTRY_DROPS, "the write Worker's", CORE_WRITE_SIDE)
+}
+
+/// A Worker's modules as it compiles them (dropping `drops`), and what in
+/// them reaches a module it does not compile (named `whose`) or a part of
+/// the core listed in `core_banned`.
+fn reaches(
+    sources: &BTreeMap<String, String>,
+    drops: &[&str],
+    whose: &str,
+    core_banned: &[&str],
+) -> Vec<String> {
+    let absent = not_compiled(sources, drops);
     // Every module stays known (so a path into one resolves to it), but
-    // only the entry's own contribute edges.
-    let entry: BTreeMap<String, String> = sources
+    // only the Worker's own contribute edges.
+    let compiled: BTreeMap<String, String> = sources
         .iter()
-        .map(|(m, src)| match write.contains(m) {
+        .map(|(m, src)| match absent.contains(m) {
             true => (m.clone(), String::new()),
-            false => (m.clone(), entry_view(src)),
+            false => (m.clone(), view(src, drops)),
         })
         .collect();
     let mut problems = Vec::new();
-    for (a, b) in edges(&entry) {
-        if write.contains(&b) || write.iter().any(|w| b.starts_with(&format!("{w}::"))) {
-            problems.push(format!("{a} uses the write Worker's {b}"));
+    for (a, b) in edges(&compiled) {
+        if absent.contains(&b) || absent.iter().any(|w| b.starts_with(&format!("{w}::"))) {
+            problems.push(format!("{a} uses {whose} {b}"));
         }
     }
-    for (module, src) in &entry {
+    for (module, src) in &compiled {
         let code: String = src
             .lines()
             .map(|l| l.split("//").next().unwrap_or(""))
             .collect::<Vec<_>>()
             .join(" ");
-        for side in CORE_WRITE_SIDE {
+        for side in core_banned {
             let path = format!("crate::core::{side}");
             let named = code.match_indices(&path).any(|(i, _)| {
                 !code[i + path.len()..]
@@ -516,8 +560,134 @@ fn the_entry_check_notices_a_use_of_the_write_side() {
     // A module whose declaration is ungated joins the entry Worker.
     let mut sources = worker_sources();
     let root = sources.get_mut("").unwrap();
-    *root = root.replace("#[cfg(feature = \"worker\")]\nmod rpc;", "mod rpc;");
+    *root = root.replace("#[cfg(feature = \"write\")]\nmod rpc;", "mod rpc;");
     assert!(!write_only(&sources).contains("rpc"));
+}
+
+/// What only the extras Worker carries, in the core: MCP's messages (the
+/// cron's refresh is checked by its call, as the feed objects in the write
+/// Worker share the world's types).
+const CORE_EXTRAS_SIDE: &[&str] = &["mcp"];
+
+#[test]
+fn the_write_worker_compiles_none_of_the_extras_routes() {
+    let sources = worker_sources();
+    let absent = not_compiled(&sources, WRITE_DROPS);
+    for m in [
+        "handlers::mcp",
+        "handlers::feed",
+        "handlers::upgrade",
+        "handlers::x402",
+        "entry",
+    ] {
+        assert!(absent.contains(m), "{m} is compiled into the write Worker");
+    }
+    for m in [
+        "objects",
+        "objects::agent",
+        "routes",
+        "handlers::write",
+        "do_wire",
+    ] {
+        assert!(
+            !absent.contains(m),
+            "{m} is not compiled into the write Worker"
+        );
+    }
+    let problems = reaches(
+        &sources,
+        WRITE_DROPS,
+        "the extras Worker's",
+        CORE_EXTRAS_SIDE,
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The cron's refresh (the ddv1 upstream's fetch and parsing) is not
+    // called there either.
+    for (module, src) in &sources {
+        if !absent.contains(module) {
+            assert!(
+                !view(src, WRITE_DROPS).contains("world::refresh("),
+                "{module} refreshes the world feed in the write Worker"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_extras_worker_compiles_no_durable_object_class() {
+    let sources = worker_sources();
+    let absent = not_compiled(&sources, EXTRAS_DROPS);
+    for m in [
+        "objects",
+        "objects::agent",
+        "storage",
+        "lock",
+        "rpc",
+        "facilitator",
+        "entry",
+    ] {
+        assert!(absent.contains(m), "{m} is compiled into the extras Worker");
+    }
+    for m in [
+        "routes",
+        "handlers::mcp",
+        "handlers::feed",
+        "handlers::upgrade",
+        "handlers::x402",
+        "do_wire",
+        "world",
+    ] {
+        assert!(
+            !absent.contains(m),
+            "{m} is not compiled into the extras Worker"
+        );
+    }
+    let problems = reaches(&sources, EXTRAS_DROPS, "the write Worker's", &[]);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn the_checks_of_the_workers_behind_the_entry_notice_a_breach() {
+    // The extras' routes, ungated in the router: the write Worker would
+    // carry MCP and payments.
+    let mut sources = worker_sources();
+    let routes = sources.get_mut("routes").unwrap();
+    *routes = routes.replace(
+        "#[cfg(feature = \"extras\")]\nuse super::handlers::{feed, mcp, upgrade, x402};",
+        "use super::handlers::{feed, mcp, upgrade, x402};",
+    );
+    let problems = reaches(
+        &sources,
+        WRITE_DROPS,
+        "the extras Worker's",
+        CORE_EXTRAS_SIDE,
+    );
+    assert!(
+        problems.contains(&"routes uses the extras Worker's handlers::mcp".to_owned()),
+        "{problems:#?}"
+    );
+    // A handler reaching an object's code: the extras Worker would carry a
+    // Durable Object class.
+    let mut sources = worker_sources();
+    let mcp = sources.get_mut("handlers::mcp").unwrap();
+    mcp.push_str("\nuse crate::worker::objects::agent::AgentDO;\n");
+    assert_eq!(
+        reaches(&sources, EXTRAS_DROPS, "the write Worker's", &[]),
+        ["handlers::mcp uses the write Worker's objects::agent"]
+    );
+    // MCP's core in a module the write Worker compiles.
+    let mut sources = worker_sources();
+    let write = sources.get_mut("handlers::write").unwrap();
+    write.push_str("\nfn f() { crate::core::mcp::rpc::handle(b\"\", None); }\n");
+    assert_eq!(
+        reaches(
+            &sources,
+            WRITE_DROPS,
+            "the extras Worker's",
+            CORE_EXTRAS_SIDE
+        ),
+        ["handlers::write uses crate::core::mcp"]
+    );
 }
 
 #[test]

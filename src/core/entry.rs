@@ -1,13 +1,15 @@
-//! Which of the service's two Workers answers a request (docs/ARCHITECTURE.md,
-//! "Two Workers"). The entry Worker, the one every request reaches first,
-//! answers the reads it can answer from KV alone: `GET`/`HEAD` of head.json,
-//! capsule.json, history.json, snapshots, verify.json and keys.json, public
-//! or signed; and every answer the route alone decides (404, 400
-//! `bad_agent_id`, 405, CORS preflight). Everything else goes, as it came, to
-//! the write Worker, which owns the Durable Objects: writes, key events,
-//! bootstrap, the keyring, payments, MCP, projected feeds, export.json (which
-//! the agent's object assembles), a head.json long-poll (which it holds) and
-//! both WebSocket routes.
+//! Which of the service's three Workers answers a request
+//! (docs/ARCHITECTURE.md, "Three Workers"). The entry Worker, the one every
+//! request reaches first, answers the reads it can answer from KV alone:
+//! `GET`/`HEAD` of head.json, capsule.json, history.json, snapshots,
+//! verify.json and keys.json, public or signed; and every answer the route
+//! alone decides (404, 400 `bad_agent_id`, 405, CORS preflight). The routes
+//! off the capsule's write path go, as they came, to the extras Worker: MCP,
+//! the upgrade's quote, claim and x402, and the projected feeds (both
+//! documents and their WebSocket). Everything else goes to the write Worker,
+//! which owns the Durable Objects: writes, key events, bootstrap, the
+//! keyring, export.json (which the agent's object assembles), a head.json
+//! long-poll (which it holds) and the agent's WebSocket.
 //!
 //! Decided before anything is read or checked: a signed read the entry
 //! forwards has not had its nonce spent, so the write Worker checks it once.
@@ -27,6 +29,8 @@ pub enum Answerer<'a> {
     Entry(Action<'a>),
     /// The write Worker, sent the request as it came.
     Writer,
+    /// The extras Worker, sent the request as it came.
+    Extras,
 }
 
 /// Who answers `method` on `route`. `asks_to_wait`: whether the query names
@@ -37,10 +41,12 @@ pub fn answerer<'a>(
     method: Method,
     asks_to_wait: impl FnOnce() -> bool,
 ) -> Answerer<'a> {
-    // A WebSocket upgrade's method is read from its headers by the write
-    // Worker's router (every upgrade is reported as a GET).
-    if matches!(route, Route::Watch { .. } | Route::FeedSocket) {
-        return Answerer::Writer;
+    // A WebSocket upgrade's method is read from its headers by the router
+    // of the Worker that takes it (every upgrade is reported as a GET).
+    match route {
+        Route::Watch { .. } => return Answerer::Writer,
+        Route::FeedSocket => return Answerer::Extras,
+        _ => {}
     }
     match route.dispatch(method) {
         a @ (Action::NotFound
@@ -52,6 +58,12 @@ pub fn answerer<'a>(
         } => Answerer::Writer,
         Action::Read { doc: Doc::Head, .. } if asks_to_wait() => Answerer::Writer,
         a @ Action::Read { .. } => Answerer::Entry(a),
+        Action::Mcp
+        | Action::Quote
+        | Action::Claim
+        | Action::X402
+        | Action::Feed { .. }
+        | Action::FeedSocket => Answerer::Extras,
         _ => Answerer::Writer,
     }
 }
@@ -190,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    fn writes_payments_mcp_feeds_and_sockets_go_to_the_write_worker() {
+    fn writes_key_events_bootstrap_and_the_agents_socket_go_to_the_write_worker() {
         for (path, method) in [
             (format!("/self/{ID}/capsule.json"), Method::Put),
             (format!("/self/{ID}/keys.json"), Method::Post),
@@ -200,19 +212,33 @@ mod tests {
             // The method of an upgrade is read from its headers there.
             (format!("/self/{ID}/watch"), Method::Put),
             (format!("/self/{ID}/watch"), Method::Options),
-            ("/api/v1/watch/socket".into(), Method::Options),
             ("/api/v1/self/bootstrap".into(), Method::Post),
             ("/api/v1/self/keys".into(), Method::Get),
-            ("/api/v1/self/upgrade/quote".into(), Method::Post),
-            ("/api/v1/self/upgrade/claim".into(), Method::Post),
-            ("/api/v1/self/upgrade/x402".into(), Method::Post),
-            ("/mcp".into(), Method::Post),
-            ("/api/v1/watch/head".into(), Method::Get),
-            ("/api/v1/watch/latest".into(), Method::Head),
         ] {
             assert_eq!(
                 answerer(Route::parse(&path), method, || false),
                 Answerer::Writer,
+                "{method:?} {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn payments_mcp_and_feeds_go_to_the_extras_worker() {
+        for (path, method) in [
+            ("/api/v1/self/upgrade/quote", Method::Post),
+            ("/api/v1/self/upgrade/claim", Method::Post),
+            ("/api/v1/self/upgrade/x402", Method::Post),
+            ("/mcp", Method::Post),
+            ("/api/v1/watch/head", Method::Get),
+            ("/api/v1/watch/latest", Method::Head),
+            ("/api/v1/watch/socket", Method::Get),
+            // The method of an upgrade is read from its headers there.
+            ("/api/v1/watch/socket", Method::Options),
+        ] {
+            assert_eq!(
+                answerer(Route::parse(path), method, || false),
+                Answerer::Extras,
                 "{method:?} {path}"
             );
         }

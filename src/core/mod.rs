@@ -24,7 +24,7 @@
 //! | clock formatting                          | [`time`]    |
 //! | the USDC upgrade: invoices, claims, payment checks | [`upgrade`] |
 //! | every public URL, route and method        | [`urls`]    |
-//! | which of the two Workers answers a request | [`entry`]  |
+//! | which of the three Workers answers a request | [`entry`]  |
 //! | MCP tools: catalogue, arguments, patches  | [`mcp`]     |
 //! | rehydration prompt rendering              | [`render`]  |
 //! | push on change: watch caps, close codes, long-poll `wait` | [`watch`] |

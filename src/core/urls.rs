@@ -518,5 +518,48 @@ pub fn split_href(href: &str) -> (&str, Option<&str>) {
     (if path.is_empty() { "/" } else { path }, query)
 }
 
+/// The origin of an absolute URL as the runtime serialises it (what
+/// `new URL(href).origin` gives for `http(s)`): scheme, `://`, host and a
+/// port that is not the scheme's default (the serialiser already dropped a
+/// default one), without the credentials of a `user:pass@` authority. Read
+/// off the text, as [`split_href`] reads the path: parsing the URL again
+/// would put a URL parser and its IDNA tables in the Worker for nothing.
+pub fn origin_of(href: &str) -> String {
+    let Some(at) = href.find("://") else {
+        return String::new();
+    };
+    let (scheme, rest) = (&href[..at], &href[at + 3..]);
+    let authority = rest.find(['/', '?', '#']).map_or(rest, |i| &rest[..i]);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}")
+}
+
+/// The host (with its port when it is not the scheme's default) and path
+/// of an absolute `http(s)` URL, `host[:port]/path`, without the query, as
+/// a WHATWG parser would give them (`url.host` and `url.pathname`: the host
+/// in lower case, `:443`/`:80` dropped, `/` for no path): what a CDP token
+/// binds (the x402 facilitator's calls). `None` when `url` is not absolute.
+pub fn host_and_path(url: &str) -> Option<String> {
+    let at = url.find("://")?;
+    let (scheme, rest) = (&url[..at], &url[at + 3..]);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "https" => ":443",
+        "http" => ":80",
+        _ => "",
+    };
+    let host = match host.strip_suffix(default_port) {
+        Some(bare) if !default_port.is_empty() => bare,
+        _ => host,
+    };
+    Some(format!(
+        "{}{}",
+        host.to_ascii_lowercase(),
+        split_href(url).0
+    ))
+}
+
 #[cfg(test)]
 mod tests;

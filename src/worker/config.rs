@@ -125,10 +125,10 @@ impl Config {
     /// The origin absolute URLs handed to agents are built on: the
     /// configured public origin, else the request URL's (on Cloudflare, a
     /// hostname routed to this Worker).
-    pub fn origin(&self, url: &worker::Url) -> String {
+    pub fn origin(&self, href: &str) -> String {
         match &self.public_origin {
             Some(o) => o.clone(),
-            None => url.origin().ascii_serialization(),
+            None => crate::core::urls::origin_of(href),
         }
     }
 }
@@ -182,7 +182,9 @@ pub const RETIRED_KEYS_VAR: &str = "SERVICE_RETIRED_KEYS";
 #[cfg(feature = "worker")]
 pub struct ServiceKeys {
     /// `None` when the secret is missing or malformed: writes then fail
-    /// closed (503) rather than sealing with a made-up key.
+    /// closed (503) rather than sealing with a made-up key. Read by the
+    /// agent's object (the write Worker's) only.
+    #[cfg_attr(not(feature = "write"), allow(dead_code))]
     pub signing: Option<ServiceKey>,
     pub keyring: Keyring,
 }

@@ -28,9 +28,12 @@ pub mod feed;
 use super::body;
 use super::clock;
 use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING};
-pub use super::do_json::{answer, not_a_call};
+pub use super::do_json::answer;
+#[cfg(feature = "write")]
+pub use super::do_json::not_a_call;
 use super::do_json::{ask, json_of, read_posted};
 /// The read path's one call (also made by the entry Worker).
+#[cfg(feature = "write")]
 pub use super::nonce_wire::NonceCheck;
 use crate::core::crypto::AgentId;
 use crate::core::history::Viewer;
@@ -445,7 +448,7 @@ pub async fn export(
 impl AgentCall {
     /// Object side: reads a call; `None` for anything that is not one.
     pub async fn read(req: Request) -> worker::Result<Option<AgentCall>> {
-        let url = req.url()?;
+        let url = req.inner().url();
         let is = |u: &str| url.as_str() == u;
         match req.method() {
             Method::Post if is(WRITE_URL) || is(KEY_EVENT_URL) => {
@@ -569,7 +572,7 @@ pub enum IpCall {
 impl IpCall {
     /// Quota-object side: reads a call; `None` for anything else.
     pub async fn read(req: Request) -> worker::Result<Option<IpCall>> {
-        let url = req.url()?;
+        let url = req.inner().url();
         if url.as_str() == QUOTE_SLOT_URL {
             return Ok(read_posted(req, QUOTE_SLOT_URL).await?.map(IpCall::Quote));
         }

@@ -12,9 +12,10 @@ use super::body;
 use super::clock;
 use crate::core::upgrade::x402::cdp::{CdpKey, NONCE_BYTES};
 use crate::core::upgrade::x402::config::{FacilitatorAuth, X402Config};
+use crate::core::urls::host_and_path;
 use futures_util::future::{select, Either};
 use std::time::Duration;
-use worker::{Delay, Fetch, Headers, Method, Request, RequestInit, Url};
+use worker::{Delay, Fetch, Headers, Method, Request, RequestInit};
 
 /// An answer: its status and body. `None`: no answer within the deadline,
 /// or none at all.
@@ -22,7 +23,7 @@ pub type Answer = Option<(u16, Vec<u8>)>;
 
 /// `POST {facilitator}{path}` with `body`, waiting at most `timeout_ms`.
 pub async fn post(x: &X402Config, path: &str, body: String, timeout_ms: u64) -> Answer {
-    let url = Url::parse(&format!("{}{path}", x.facilitator_url)).ok()?;
+    let url = format!("{}{path}", x.facilitator_url);
     let headers = Headers::new();
     headers.set("Content-Type", "application/json").ok()?;
     if let FacilitatorAuth::Cdp(key) = &x.auth {
@@ -37,7 +38,7 @@ pub async fn post(x: &X402Config, path: &str, body: String, timeout_ms: u64) -> 
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(body.into()));
-    let req = Request::new_with_init(url.as_str(), &init).ok()?;
+    let req = Request::new_with_init(&url, &init).ok()?;
     let call = Box::pin(async move {
         let resp = Fetch::Request(req).send().await.ok()?;
         let status = resp.status_code();
@@ -54,12 +55,8 @@ pub async fn post(x: &X402Config, path: &str, body: String, timeout_ms: u64) -> 
 /// port when not the scheme's default, as `new URL(u).host` in the SDK's
 /// callers) and path, as the URL the request goes to is normalized.
 /// `None` when no randomness could be drawn (the call is then not made).
-fn bearer(key: &CdpKey, method: &str, url: &Url) -> Option<String> {
-    let host = url.host_str()?;
-    let host_path = match url.port() {
-        Some(port) => format!("{host}:{port}{}", url.path()),
-        None => format!("{host}{}", url.path()),
-    };
+fn bearer(key: &CdpKey, method: &str, url: &str) -> Option<String> {
+    let host_path = host_and_path(url)?;
     let mut nonce = [0u8; NONCE_BYTES];
     getrandom::getrandom(&mut nonce).ok()?;
     let now = clock::system_now_ms() / 1000;

@@ -59,8 +59,8 @@ impl Failure {
         )
     }
 
-    /// The reason code this failure answers with.
-    #[cfg(feature = "worker")]
+    /// The reason code this failure answers with (an MCP tool error's).
+    #[cfg(feature = "extras")]
     pub fn reason(&self) -> ReasonCode {
         match self {
             Failure::Refused(r) => r.code,
@@ -151,7 +151,7 @@ impl From<serde_json::Error> for Failure {
 /// its response here, except a runtime error, which stays an error of the
 /// object's fetch (the Worker's call then answers the 503, as for any
 /// failed call into an object).
-#[cfg(feature = "worker")]
+#[cfg(feature = "write")]
 pub fn settle(result: Result<Response, Failure>, audience: Audience) -> worker::Result<Response> {
     match result {
         Ok(resp) => Ok(resp),

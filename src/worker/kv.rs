@@ -60,7 +60,7 @@ impl Kv {
     }
 
     /// Deletes `key`; `false` if KV refused.
-    #[cfg(feature = "worker")]
+    #[cfg(feature = "write")]
     pub async fn delete(&self, key: &str) -> bool {
         self.0.delete(key).await.is_ok()
     }

@@ -1,12 +1,16 @@
 //! The Cloudflare Workers: a thin shell that moves bytes between HTTP, KV and
 //! Durable Object storage. Every protocol decision lives in `crate::core`.
 //!
-//! One source, two Workers (docs/ARCHITECTURE.md, "Two Workers"): the write
-//! Worker (feature `worker`, `workers/write/`) compiles all of it: every
-//! route, the Durable Objects, the cron trigger; the entry Worker (feature
-//! `entry`, `workers/entry/`) compiles the read path and [`entry`] only,
-//! answers the reads and forwards the rest to the write Worker. What is
-//! `#[cfg(feature = "worker")]` is the write Worker's alone.
+//! One source, three Workers (docs/ARCHITECTURE.md, "Three Workers"): the
+//! entry Worker (feature `entry`, `workers/entry/`) compiles the read path
+//! and [`entry`] only, answers the reads and forwards the rest; the write
+//! Worker (feature `write`, `workers/write/`) compiles the Durable Objects
+//! and the routes of the capsule's write path; the extras Worker (feature
+//! `extras`, `workers/extras/`) compiles the routes off that path (MCP, the
+//! upgrade's quote, claim and x402, projected feeds) and the cron, and no
+//! Durable Object class. What is `#[cfg(feature = "worker")]` is shared by
+//! the write and extras Workers; `write` and `extras` gate what is one's
+//! alone.
 //!
 //! The modules form a tree (checked by `tests/worker_tree.rs`, which also
 //! keeps the entry from reaching the write side):
@@ -16,19 +20,19 @@
 //!
 //! | concern                                         | module        |
 //! |-------------------------------------------------|---------------|
-//! | the write Worker's entry points: every failure answered | this file |
+//! | the write and extras Workers' entry points: every failure answered | this file |
 //! | the entry Worker: answer the reads, forward the rest | [`entry`] |
-//! | route a request to its handler (write Worker)   | [`routes`]    |
-//! | the read routes' dispatch (both Workers)        | [`read_route`] |
+//! | route a request to its handler (write, extras)  | [`routes`]    |
+//! | the read routes' dispatch (every Worker)        | [`read_route`] |
 //! | one function per public operation               | [`handlers`]  |
 //! | every response: headers, CORS, errors, 304/HEAD | [`http`]      |
 //! | why a request fails, and its one answer         | [`failure`]   |
 //! | the KV namespace                                | [`kv`]        |
 //! | the location's copy of public reads (Cache API) | [`read_cache`] |
 //! | the Worker <-> Durable Object calls, both halves| [`do_wire`]   |
-//! | a signed read's nonce check (both Workers)      | [`nonce_wire`] |
+//! | a signed read's nonce check (every Worker)      | [`nonce_wire`] |
 //! | the transport of those calls (JSON in, JSON out) | [`do_json`]  |
-//! | the entry <-> write Worker contract             | [`entry_wire`] |
+//! | the entry <-> write and extras contract         | [`entry_wire`] |
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
 //! | Durable Object storage (JSON values, atomic)    | [`storage`]   |
 //! | JSON-RPC to the payment chain                   | [`rpc`]       |
@@ -56,23 +60,30 @@ mod read_cache;
 mod read_route;
 mod request;
 
-// The write Worker only (feature `worker`).
+// The write and extras Workers (feature `worker`). Each compiles part of
+// what these modules offer (the object half of a call or the caller's, a
+// route or not), so what one of them leaves unused the other uses.
 #[cfg(feature = "worker")]
+#[cfg_attr(not(all(feature = "write", feature = "extras")), allow(dead_code))]
 mod do_wire;
-#[cfg(feature = "worker")]
-mod facilitator;
-#[cfg(feature = "worker")]
-mod lock;
-#[cfg(feature = "worker")]
-mod objects;
 #[cfg(feature = "worker")]
 mod routes;
 #[cfg(feature = "worker")]
-mod rpc;
-#[cfg(feature = "worker")]
-mod storage;
-#[cfg(feature = "worker")]
+#[cfg_attr(not(all(feature = "write", feature = "extras")), allow(dead_code))]
 mod world;
+
+// The write Worker only (feature `write`): the Durable Objects and what
+// only they use.
+#[cfg(feature = "write")]
+mod facilitator;
+#[cfg(feature = "write")]
+mod lock;
+#[cfg(feature = "write")]
+mod objects;
+#[cfg(feature = "write")]
+mod rpc;
+#[cfg(feature = "write")]
+mod storage;
 
 // The entry Worker only (feature `entry`).
 #[cfg(feature = "entry")]
@@ -81,7 +92,9 @@ pub mod entry;
 #[cfg(feature = "worker")]
 use request::Incoming;
 #[cfg(feature = "worker")]
-use worker::{web_sys, Context, Env, ScheduleContext, ScheduledEvent};
+use worker::{web_sys, Context, Env};
+#[cfg(feature = "extras")]
+use worker::{ScheduleContext, ScheduledEvent};
 
 /// Runs once per isolate, when the module is instantiated. Nothing else is
 /// prepared here: the safety scanner's automata are compiled at build time
@@ -102,6 +115,7 @@ pub async fn fetch(
     _ctx: Context,
 ) -> worker::Result<web_sys::Response> {
     let req = Incoming::from(req);
+    #[cfg(feature = "extras")]
     if entry_wire::is_cron(&req.method(), req.href()) {
         refresh_world(&env).await;
         return Ok(http::respond(204, None, http::NO_STORE).into());
@@ -126,16 +140,16 @@ pub async fn fetch(
     Ok(answer)
 }
 
-/// The cron trigger (`[triggers]` in wrangler.write.toml): refreshes the
+/// The cron trigger (`[triggers]` in wrangler.extras.toml): refreshes the
 /// world snapshot projected watch feeds read, when an upstream is configured.
-#[cfg(feature = "worker")]
+#[cfg(feature = "extras")]
 pub async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     refresh_world(&env).await;
 }
 
 /// The cron's work, also run when the entry Worker hands a scheduled event
 /// over (`entry_wire::CRON_URL`).
-#[cfg(feature = "worker")]
+#[cfg(feature = "extras")]
 async fn refresh_world(env: &Env) {
     let cfg = config::Config::of(env);
     let Some(upstream) = cfg.watch_upstream.as_deref() else {

@@ -9,13 +9,13 @@
 
 use super::config::NONCE_DO_BINDING;
 use super::do_json::ask;
-#[cfg(feature = "worker")]
+#[cfg(feature = "write")]
 use super::do_json::{answer, read_posted};
 use crate::core::crypto::AgentId;
 use crate::core::read_auth::Admit;
 use serde::{Deserialize, Serialize};
 use worker::Env;
-#[cfg(feature = "worker")]
+#[cfg(feature = "write")]
 use worker::{Request, Response};
 
 const NONCE_URL: &str = "https://nonce.do/check";
@@ -48,12 +48,12 @@ impl NonceCheck {
         })
     }
     /// Nonce-book side: reads a request.
-    #[cfg(feature = "worker")]
+    #[cfg(feature = "write")]
     pub async fn read(req: Request) -> worker::Result<Option<NonceCheck>> {
         read_posted(req, NONCE_URL).await
     }
     /// Nonce-book side: the answer.
-    #[cfg(feature = "worker")]
+    #[cfg(feature = "write")]
     pub fn answer(admit: Admit) -> worker::Result<Response> {
         let admit = match admit {
             Admit::Fresh => "fresh",

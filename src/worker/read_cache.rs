@@ -20,8 +20,11 @@
 //! answers those reads. A write reaches the write Worker through the
 //! entry's service binding, so the write Worker tells the entry what it
 //! changed (`entry_wire`) and the entry marks or drops its own copies before
-//! it answers; this holds whether or not Cloudflare gives the two Workers
-//! one cache. The projected heads are the write Worker's (it serves them).
+//! it answers; this holds whether or not Cloudflare gives the Workers one
+//! cache. The projected heads are the extras Worker's (it serves them); a
+//! write marks them from the write Worker, which reaches them where the two
+//! share the location's cache, and they lapse with their `max-age` where
+//! they do not.
 //!
 //! Staleness bound (docs/PROTOCOL.md §4): another location may answer up to
 //! 60 s from its copy, on top of KV's own propagation (a KV read is
@@ -61,7 +64,7 @@ const KEY_ORIGIN: &str = "https://read-cache.self-capsule.internal";
 /// on the time (`generated_at`, the write window), so such reads bypass the
 /// cache both ways.
 ///
-/// The write Worker answering behind the entry neither reads nor makes the
+/// A Worker answering behind the entry neither reads nor makes the
 /// copies: they are the entry's (`entry_wire`).
 pub fn key(req: &Incoming, agent: &AgentId, doc: &Doc<'_>, test_clock: bool) -> Option<String> {
     #[cfg(feature = "worker")]
@@ -254,7 +257,7 @@ pub async fn world_store(text: &str) {
 
 /// The key of an agent's projected head (public capsules only, as for
 /// head.json; `None` with the test clock).
-#[cfg(feature = "worker")]
+#[cfg(feature = "extras")]
 pub fn feed_key(req: &Incoming, agent: &AgentId, test_clock: bool) -> Option<String> {
     if test_clock && req.headers().has(TEST_NOW_HEADER).unwrap_or(true) {
         return None;
@@ -270,11 +273,11 @@ fn feed_key_of(agent: &AgentId) -> String {
 /// The header a kept projected head carries: the snapshot it was made of
 /// (`WorldPointer::version`), so a location that has a newer pointer never
 /// answers from an older projection.
-#[cfg(feature = "worker")]
+#[cfg(feature = "extras")]
 pub const WORLD_VERSION_HEADER: &str = "X-Selfcap-World";
 
 /// The snapshot a kept answer was made of.
-#[cfg(feature = "worker")]
+#[cfg(feature = "extras")]
 pub fn world_of(answer: &web_sys::Response) -> Option<String> {
     answer.headers().get(WORLD_VERSION_HEADER).ok().flatten()
 }

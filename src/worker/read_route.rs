@@ -1,8 +1,8 @@
-//! The read routes' dispatch, shared by both Workers: the answers the route
+//! The read routes' dispatch, shared by every Worker: the answers the route
 //! alone decides, and `GET`/`HEAD` of an
 //! agent's documents (head.json, capsule.json, history.json, snapshots,
 //! verify.json, keys.json; export.json in the write Worker only). The entry
-//! Worker answers these itself; the write Worker's router (`routes`) calls
+//! Worker answers these itself; the router of the Workers behind it (`routes`) calls
 //! the same function for the reads it is sent (a long-poll, export.json) or
 //! that reach it directly.
 

@@ -16,8 +16,6 @@ use std::cell::RefCell;
 use worker::url::form_urlencoded;
 use worker::web_sys;
 use worker::Headers;
-#[cfg(feature = "worker")]
-use worker::Url;
 
 /// One incoming public request.
 pub struct Incoming {
@@ -66,13 +64,6 @@ impl Incoming {
     pub fn query_pairs(&self) -> form_urlencoded::Parse<'_> {
         let query = split_href(&self.href).1.unwrap_or("");
         form_urlencoded::parse(query.as_bytes())
-    }
-
-    /// The full URL, parsed (for the routes that need more than the path
-    /// and the query).
-    #[cfg(feature = "worker")]
-    pub fn url(&self) -> worker::Result<Url> {
-        Ok(Url::parse(&self.href)?)
     }
 
     /// The method as sent (`core::urls::Method::parse` decides what it is).

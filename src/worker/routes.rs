@@ -3,7 +3,9 @@
 
 use super::config::Config;
 use super::failure::Failure;
-use super::handlers::{bootstrap, feed, key_log, keys, mcp, upgrade, watch, write, x402};
+use super::handlers::{bootstrap, key_log, keys, watch, write};
+#[cfg(feature = "extras")]
+use super::handlers::{feed, mcp, upgrade, x402};
 use super::http::{CachedRead, Reply};
 use super::read_route;
 use crate::core::reason::ReasonCode;
@@ -48,16 +50,31 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         return decided;
     }
     Ok(match action {
-        Action::Bootstrap => bootstrap::handle(req, &req.url()?, cfg).await?.into(),
-        Action::Quote => upgrade::quote(req, &req.url()?, env, cfg).await?.into(),
+        Action::Bootstrap => bootstrap::handle(req, cfg).await?.into(),
+        #[cfg(feature = "extras")]
+        Action::Quote => upgrade::quote(req, env, cfg).await?.into(),
+        #[cfg(feature = "extras")]
         Action::Claim => upgrade::claim(req, env, cfg).await?.into(),
-        Action::X402 => x402::handle(req, &req.url()?, env, cfg).await?.into(),
+        #[cfg(feature = "extras")]
+        Action::X402 => x402::handle(req, env, cfg).await?.into(),
+        #[cfg(feature = "extras")]
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
-        Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
+        #[cfg(feature = "extras")]
         Action::Feed { doc, head_only } => {
             feed::handle(req, env, cfg, doc, CachedRead::of(req, head_only)).await?
         }
+        #[cfg(feature = "extras")]
         Action::FeedSocket => feed::socket(req, env, cfg).await?.into(),
+        // The extras Worker's routes (`core::entry` sends them there): the
+        // write Worker reached directly does not carry them.
+        #[cfg(not(feature = "extras"))]
+        Action::Quote
+        | Action::Claim
+        | Action::X402
+        | Action::Mcp
+        | Action::Feed { .. }
+        | Action::FeedSocket => return Err(Failure::code(ReasonCode::NotFound)),
+        Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?.into(),
         Action::KeyEvent { agent } => key_log::post(req, env, cfg, &agent).await?.into(),
         Action::Watch { agent } => watch::handle(req, env, cfg, &agent).await?.into(),

@@ -1,10 +1,12 @@
-// End-to-end harness: runs the service as deployed, its two Workers in
+// End-to-end harness: runs the service as deployed, its three Workers in
 // workerd through Miniflare, in-process, with in-memory KV and Durable Object
 // storage: the entry Worker (build/index.js + index_bg.wasm, wrangler.toml),
-// which every request reaches, and the write Worker (build/write/,
-// wrangler.write.toml) behind its service binding, holding the Durable
-// Objects (the entry binds NONCE_DO across). One KV namespace for both. Each
-// test file gets its own instance (fresh state).
+// which every request reaches, and behind its service bindings the write
+// Worker (build/write/, wrangler.write.toml), holding the Durable Objects, and
+// the extras Worker (build/extras/, wrangler.extras.toml: MCP, payments,
+// feeds, the cron), which binds them across (the entry binds NONCE_DO across
+// too). One KV namespace for all. Each test file gets its own instance
+// (fresh state).
 //
 // Only loopback addresses are ever contacted.
 import { Miniflare } from "miniflare";
@@ -25,16 +27,21 @@ function setting(config, key) {
   return m[1];
 }
 
-/** The entry Worker's and the write Worker's configs. */
+/** The entry Worker's, the write Worker's and the extras Worker's configs. */
 const ENTRY_CONFIG = "wrangler.toml";
 const WRITE_CONFIG = "wrangler.write.toml";
-/** The write Worker's name (the entry's service binding and NONCE_DO name it). */
+const EXTRAS_CONFIG = "wrangler.extras.toml";
+/** The write Worker's name (the entry's service binding and every cross-script object binding name it). */
 export const WRITE_WORKER = setting(WRITE_CONFIG, "name");
+/** The extras Worker's name (the entry's EXTRAS binding names it; it has the cron). */
+export const EXTRAS_WORKER = setting(EXTRAS_CONFIG, "name");
 
 function compatibilityDate() {
   const date = setting(ENTRY_CONFIG, "compatibility_date");
-  if (setting(WRITE_CONFIG, "compatibility_date") !== date) {
-    throw new Error("wrangler.toml and wrangler.write.toml name different compatibility dates");
+  for (const config of [WRITE_CONFIG, EXTRAS_CONFIG]) {
+    if (setting(config, "compatibility_date") !== date) {
+      throw new Error(`wrangler.toml and ${config} name different compatibility dates`);
+    }
   }
   return date;
 }
@@ -78,13 +85,21 @@ export const DURABLE_OBJECTS = {
   FEED_DO: { className: "FeedDO", useSQLite: true },
 };
 
+/** The same objects bound across, from a Worker that does not define them. */
+function across(objects) {
+  return Object.fromEntries(
+    Object.entries(objects).map(([binding, { className }]) => [binding, { className, scriptName: WRITE_WORKER }]),
+  );
+}
+
 /**
  * Miniflare's options for the service: the entry Worker first (it gets
- * every request), the write Worker behind it. `vars` reach both Workers;
- * `secrets` only the write Worker (the entry holds none).
- * `withoutDurableObjects`: no Durable Object bound in either.
- * `writeWorkerCache: false`: the write Worker's Cache API does nothing (as
- * if Cloudflare gave a Worker called through a binding no cache of its own).
+ * every request), the write and extras Workers behind it. `vars` reach every
+ * Worker; `secrets` the write Worker only (the others hold none).
+ * `withoutDurableObjects`: no Durable Object bound in any.
+ * `writeWorkerCache: false`: the Cache API of the Workers behind the entry
+ * does nothing (as if Cloudflare gave a Worker called through a binding no
+ * cache of its own).
  */
 export function serviceOptions({
   vars = {},
@@ -104,7 +119,7 @@ export function serviceOptions({
       // has_user_worker itself; Miniflare used directly must be told.)
       ...(assets ? { assets: { directory: assetsDirectory(), routerConfig: { has_user_worker: true } } } : {}),
       kvNamespaces: ["SELF"],
-      serviceBindings: { WRITER: WRITE_WORKER },
+      serviceBindings: { WRITER: WRITE_WORKER, EXTRAS: EXTRAS_WORKER },
       durableObjects: withoutDurableObjects ? {} : { NONCE_DO: { className: "NonceDO", scriptName: WRITE_WORKER } },
       bindings: { ...vars },
     },
@@ -116,6 +131,15 @@ export function serviceOptions({
       durableObjects: withoutDurableObjects ? {} : DURABLE_OBJECTS,
       ...(writeWorkerCache ? {} : { cache: false }),
       bindings: { ...vars, ...secrets },
+    },
+    {
+      name: EXTRAS_WORKER,
+      ...modulesOf(EXTRAS_CONFIG),
+      compatibilityDate: date,
+      kvNamespaces: ["SELF"],
+      durableObjects: withoutDurableObjects ? {} : across(DURABLE_OBJECTS),
+      ...(writeWorkerCache ? {} : { cache: false }),
+      bindings: { ...vars },
     },
   ];
 }
@@ -129,8 +153,8 @@ export function serviceOptions({
  * write Worker; a fresh random one per instance by default, `null` for none.
  * `writeWorkerCache`: see `serviceOptions`.
  *
- * `mf.getWorker()` without a name is the write Worker: the one with the cron
- * trigger, whose `scheduled()` the tests call.
+ * `mf.getWorker()` without a name is the extras Worker: the one with the
+ * cron trigger, whose `scheduled()` the tests call.
  */
 export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey, writeWorkerCache = true } = {}) {
   const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
@@ -159,7 +183,7 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
   });
   const mf = new Proxy(service, {
     get(target, prop) {
-      if (prop === "getWorker") return (name = WRITE_WORKER) => target.getWorker(name);
+      if (prop === "getWorker") return (name = EXTRAS_WORKER) => target.getWorker(name);
       const value = Reflect.get(target, prop, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

@@ -348,3 +348,39 @@ fn an_upgrade_reported_as_get_is_read_from_its_headers() {
         Action::MethodNotAllowed { .. }
     ));
 }
+
+#[test]
+fn origins_and_host_paths_are_read_off_the_text_as_a_parser_gives_them() {
+    for (href, origin) in [
+        (
+            "https://h.example/self/ab/head.json?wait=3",
+            "https://h.example",
+        ),
+        (
+            "http://127.0.0.1:8787/api/v1/self/bootstrap",
+            "http://127.0.0.1:8787",
+        ),
+        ("https://h.example", "https://h.example"),
+        ("https://h.example?x=1", "https://h.example"),
+        ("https://user:pw@h.example:1/p/q", "https://h.example:1"),
+        ("not a url", ""),
+    ] {
+        assert_eq!(origin_of(href), origin, "{href}");
+    }
+    for (url, host_path) in [
+        (
+            "https://api.cdp.coinbase.com/platform/v2/x402/verify",
+            Some("api.cdp.coinbase.com/platform/v2/x402/verify"),
+        ),
+        (
+            "http://127.0.0.1:4022/settle",
+            Some("127.0.0.1:4022/settle"),
+        ),
+        ("https://API.Example:443/a?b=1", Some("api.example/a")),
+        ("http://h.example:80", Some("h.example/")),
+        ("https://h.example:8443/x", Some("h.example:8443/x")),
+        ("h.example/x", None),
+    ] {
+        assert_eq!(host_and_path(url).as_deref(), host_path, "{url}");
+    }
+}

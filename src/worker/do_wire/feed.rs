@@ -146,7 +146,7 @@ pub async fn agent_moved(env: &Env, call: &AgentMoved) -> worker::Result<()> {
 impl FeedCall {
     /// Object side: reads a call; `None` for anything that is not one.
     pub async fn read(req: Request) -> worker::Result<Option<FeedCall>> {
-        let url = req.url()?;
+        let url = req.inner().url();
         let is = |u: &str| url.as_str() == u;
         Ok(Some(match req.method() {
             Method::Get if is(WATCH_URL) => FeedCall::Watch(upgrade_call(&req)?),

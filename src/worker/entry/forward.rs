@@ -1,8 +1,8 @@
-//! The entry Worker's one way to the write Worker: its service binding
-//! (`WRITER` in wrangler.toml), a call into the same location with no
-//! network hop. The request goes as it came (method, URL, headers, its body
-//! still a stream, a WebSocket upgrade as an upgrade), and the answer comes
-//! back untouched (a 101 with its socket included).
+//! The entry Worker's way to the two Workers behind it: a service binding
+//! each (`WRITER` and `EXTRAS` in wrangler.toml), a call into the same
+//! location with no network hop. The request goes as it came (method, URL,
+//! headers, its body still a stream, a WebSocket upgrade as an upgrade), and
+//! the answer comes back untouched (a 101 with its socket included).
 
 use crate::core::entry::Changed;
 use crate::worker::entry_wire::{CHANGED_HEADER, CRON_URL, FORWARDED_HEADER};
@@ -15,16 +15,19 @@ use worker::{web_sys, worker_sys, Env};
 /// The service binding to the write Worker.
 pub const WRITER_BINDING: &str = "WRITER";
 
-/// The write Worker's answer to `req`. What it says the request changed in
-/// an agent's head.json or capsule.json is applied to this location's
-/// copies before the answer goes out, without the saying.
-pub async fn to_writer(req: &Incoming, env: &Env) -> worker::Result<web_sys::Response> {
-    let writer: worker_sys::Fetcher = env.service(WRITER_BINDING)?.into_rpc();
+/// The service binding to the extras Worker.
+pub const EXTRAS_BINDING: &str = "EXTRAS";
+
+/// The answer to `req` of the Worker behind `binding`. What it says the
+/// request changed in an agent's head.json or capsule.json is applied to
+/// this location's copies before the answer goes out, without the saying.
+pub async fn to(binding: &str, req: &Incoming, env: &Env) -> worker::Result<web_sys::Response> {
+    let behind: worker_sys::Fetcher = env.service(binding)?.into_rpc();
     let headers = req.headers().clone();
     headers.set(FORWARDED_HEADER, "1")?;
     let init = web_sys::RequestInit::new();
     init.set_headers(&headers.0);
-    let answer = JsFuture::from(writer.fetch_with_init(req.inner(), &init)?).await?;
+    let answer = JsFuture::from(behind.fetch_with_init(req.inner(), &init)?).await?;
     let answer: web_sys::Response = answer.dyn_into()?;
     let Some(changed) = answer.headers().get(CHANGED_HEADER)? else {
         return Ok(answer);
@@ -44,16 +47,16 @@ pub async fn to_writer(req: &Incoming, env: &Env) -> worker::Result<web_sys::Res
         .map_err(Into::into)
 }
 
-/// Hands a scheduled event to the write Worker (`entry_wire::CRON_URL`;
-/// see `entry::scheduled`).
-pub async fn scheduled_to_writer(env: &Env) -> worker::Result<()> {
-    let writer: worker_sys::Fetcher = env.service(WRITER_BINDING)?.into_rpc();
+/// Hands a scheduled event to the extras Worker, whose cron it is
+/// (`entry_wire::CRON_URL`; see `entry::scheduled`).
+pub async fn scheduled_to_extras(env: &Env) -> worker::Result<()> {
+    let extras: worker_sys::Fetcher = env.service(EXTRAS_BINDING)?.into_rpc();
     let init = web_sys::RequestInit::new();
     init.set_method("POST");
-    let answer = JsFuture::from(writer.fetch_with_str_and_init(CRON_URL, &init)?).await?;
+    let answer = JsFuture::from(extras.fetch_with_str_and_init(CRON_URL, &init)?).await?;
     let status = answer.dyn_into::<web_sys::Response>()?.status();
     if status != 204 {
-        return Err(format!("the write Worker answered the cron {status}").into());
+        return Err(format!("the extras Worker answered the cron {status}").into());
     }
     Ok(())
 }

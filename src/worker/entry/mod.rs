@@ -2,8 +2,8 @@
 //! request reaches it first. `core::entry` decides who answers: the reads
 //! from KV (`read_route`, the same code the write Worker runs for them) and
 //! the answers the route alone decides are made here; everything else is
-//! sent, as it came, to the write Worker through its service binding
-//! ([`forward`]). Nothing of the write side is compiled into it
+//! sent, as it came, to the write Worker or the extras Worker through their
+//! service bindings ([`forward`]). Nothing of the write side is compiled into it
 //! (`tests/worker_tree.rs`): no Durable Object class, no write check, no
 //! payment, MCP or feed code.
 
@@ -36,11 +36,16 @@ pub async fn fetch(
     let req = Incoming::from(req);
     let method = Method::parse(&req.method());
     let audience = Audience::of(method);
-    let action = match answerer(Route::parse(req.path()), method, || {
+    let behind = match answerer(Route::parse(req.path()), method, || {
         asks_to_wait(req.query_pairs())
     }) {
-        Answerer::Entry(action) => action,
-        Answerer::Writer => return Ok(cold::path(forwarded(&req, &env, audience)).await),
+        Answerer::Entry(action) => Ok(action),
+        Answerer::Writer => Err(forward::WRITER_BINDING),
+        Answerer::Extras => Err(forward::EXTRAS_BINDING),
+    };
+    let action = match behind {
+        Ok(action) => action,
+        Err(to) => return Ok(cold::path(forwarded(to, &req, &env, audience)).await),
     };
     let cfg = Config::of(&env);
     let body = req.inner().body();
@@ -48,20 +53,23 @@ pub async fn fetch(
         Ok(Some(reply)) => reply,
         // Not one of the entry's (`core::entry` never gives one): the
         // write Worker answers it, with its body still unread.
-        Ok(None) => return Ok(cold::path(forwarded(&req, &env, audience)).await),
+        Ok(None) => {
+            let to = forward::WRITER_BINDING;
+            return Ok(cold::path(forwarded(to, &req, &env, audience)).await);
+        }
         Err(failure) => failure.response(audience, req.path()).into(),
     };
     body::discard_unread(body).await;
     Ok(answer.into_raw())
 }
 
-/// The entry Worker has no cron trigger: the cron is the write Worker's
-/// (wrangler.write.toml). A scheduled event that reaches it anyway is handed
-/// to the write Worker's handler; locally that is how npm start's
+/// The entry Worker has no cron trigger: the cron is the extras Worker's
+/// (wrangler.extras.toml). A scheduled event that reaches it anyway is
+/// handed to the extras Worker's handler; locally that is how npm start's
 /// `/__scheduled` runs the cron (`wrangler dev --test-scheduled` reaches the
 /// first Worker only).
 pub async fn scheduled(env: Env) {
-    if let Err(e) = forward::scheduled_to_writer(&env).await {
+    if let Err(e) = forward::scheduled_to_extras(&env).await {
         log::event(
             "internal_error",
             &[("path", "scheduled"), ("error", &e.to_string())],
@@ -93,9 +101,15 @@ async fn answer(
     }
 }
 
-/// The write Worker's answer to `req`, or the 503 of a call that failed.
-async fn forwarded(req: &Incoming, env: &Env, audience: Audience) -> web_sys::Response {
-    match forward::to_writer(req, env).await {
+/// The answer to `req` of the Worker behind `binding`, or the 503 of a
+/// call that failed.
+async fn forwarded(
+    binding: &str,
+    req: &Incoming,
+    env: &Env,
+    audience: Audience,
+) -> web_sys::Response {
+    match forward::to(binding, req, env).await {
         Ok(resp) => resp,
         Err(e) => Failure::from(e).response(audience, req.path()).into(),
     }

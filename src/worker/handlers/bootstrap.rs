@@ -8,12 +8,12 @@ use crate::worker::config::Config;
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::request::Incoming;
-use worker::{Response, Url};
+use worker::Response;
 
 /// The answer for one public key. URLs are built on the configured public
 /// origin when there is one, else on the request URL's origin (on
 /// Cloudflare that is a hostname routed to this Worker).
-pub async fn handle(req: &Incoming, url: &Url, cfg: &Config) -> Result<Response, Failure> {
+pub async fn handle(req: &Incoming, cfg: &Config) -> Result<Response, Failure> {
     let bytes = body::read_capped(req, MAX_BOOTSTRAP_BODY)
         .await
         .map_err(|e| match e {
@@ -23,6 +23,6 @@ pub async fn handle(req: &Incoming, url: &Url, cfg: &Config) -> Result<Response,
                 "the request body could not be read to its end",
             ),
         })?;
-    let answer = bootstrap::answer(&bytes, &cfg.origin(url), &cfg.tiers.free)?;
+    let answer = bootstrap::answer(&bytes, &cfg.origin(req.href()), &cfg.tiers.free)?;
     Ok(http::json(200, &answer, NO_STORE)?)
 }

@@ -25,29 +25,31 @@
 //! | who signed a read (RFC 9421), nonce admitted | [`signer`]    |
 //! | watch: WebSocket upgrade to the agent's DO  | [`watch`]     |
 
-// The read handlers, in both Workers (key_log's GET; its POST only in the
-// write Worker).
+// The read handlers, in every Worker (key_log's GET; its POST only in the
+// Workers behind the entry).
 pub mod history;
 pub mod key_log;
 pub mod reads;
 pub mod signer;
 
-// The write Worker only.
+// The write and extras Workers.
 #[cfg(feature = "worker")]
 pub mod bootstrap;
 #[cfg(feature = "worker")]
-pub mod feed;
-#[cfg(feature = "worker")]
 pub mod keys;
-#[cfg(feature = "worker")]
-pub mod mcp;
-#[cfg(feature = "worker")]
-pub mod upgrade;
 #[cfg(feature = "worker")]
 pub mod watch;
 #[cfg(feature = "worker")]
 pub mod write;
-#[cfg(feature = "worker")]
+
+// The extras Worker only: the routes off the capsule's write path.
+#[cfg(feature = "extras")]
+pub mod feed;
+#[cfg(feature = "extras")]
+pub mod mcp;
+#[cfg(feature = "extras")]
+pub mod upgrade;
+#[cfg(feature = "extras")]
 pub mod x402;
 
 use crate::core::crypto::AgentId;

@@ -19,7 +19,7 @@ use crate::worker::failure::Failure;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
-use worker::{Env, Response, Url};
+use worker::{Env, Response};
 
 /// Test-only (honoured with `SELFCAP_TEST_CLOCK=1`): force the invoice's tag.
 const TEST_TAG_HEADER: &str = "x-selfcap-test-tag";
@@ -48,12 +48,7 @@ pub(super) fn configured(env: &Env) -> Result<UpgradeConfig, Failure> {
 }
 
 /// One quote.
-pub async fn quote(
-    req: &Incoming,
-    url: &Url,
-    env: &Env,
-    cfg: &Config,
-) -> Result<Response, Failure> {
+pub async fn quote(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, Failure> {
     let up = configured(env)?;
     let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let bytes = small_body(req).await?;
@@ -75,7 +70,7 @@ pub async fn quote(
         agent_id: ask.agent_id.to_string(),
         plan: ask.plan,
         now_ms,
-        claim_url: format!("{}{CLAIM_PATH}", cfg.origin(url)),
+        claim_url: format!("{}{CLAIM_PATH}", cfg.origin(req.href())),
         forced_tag: if cfg.test_clock {
             req.headers()
                 .get(TEST_TAG_HEADER)?

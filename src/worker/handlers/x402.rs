@@ -18,7 +18,7 @@ use crate::worker::failure::Failure;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
-use worker::{Env, Response, Url};
+use worker::{Env, Response};
 
 /// This deployment's x402 settings, or the 503 for one without (valid)
 /// ones, logging what is wrong by var or secret name (never a value: with
@@ -56,12 +56,7 @@ fn payment_header(req: &Incoming) -> Result<Option<(Version, String)>, Failure> 
 }
 
 /// One x402 request.
-pub async fn handle(
-    req: &Incoming,
-    url: &Url,
-    env: &Env,
-    cfg: &Config,
-) -> Result<Response, Failure> {
+pub async fn handle(req: &Incoming, env: &Env, cfg: &Config) -> Result<Response, Failure> {
     let up = configured(env)?;
     x402_configured(env, &up)?;
     let ask = parse_query(req.query_pairs())?;
@@ -78,7 +73,7 @@ pub async fn handle(
         payment: payment.map(|(v, text)| (v.number(), text)),
         resource_url: format!(
             "{}{X402_PATH}?plan={}&agent_id={}",
-            cfg.origin(url),
+            cfg.origin(req.href()),
             ask.plan.as_str(),
             ask.agent_id
         ),

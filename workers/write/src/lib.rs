@@ -1,13 +1,16 @@
-//! The write Worker: every route of the service (it answers reads too when
-//! reached directly), the Durable Object classes and the cron trigger. In
-//! the split deployment only the entry Worker calls it, through a service
-//! binding, with everything it does not answer itself. Its code is the root
-//! library's `worker` feature (`src/worker/`, the Durable Objects exported
-//! from there); this crate only names the runtime's entry points.
+//! The write Worker: the Durable Object classes (the agent's object runs
+//! the write check, safety scanner included) and the routes of the
+//! capsule's write path: writes, key events, long-polls, export.json, the
+//! agent's WebSocket, bootstrap and the keyring (it answers reads too when
+//! reached directly). In the deployed service only the entry Worker calls
+//! it, through a service binding; the extras Worker reaches its objects
+//! through cross-script bindings. Its code is the root library's `write`
+//! feature (`src/worker/`, the Durable Objects exported from there); this
+//! crate only names the runtime's entry points.
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod events {
-    use worker::{event, web_sys, Context, Env, ScheduleContext, ScheduledEvent};
+    use worker::{event, web_sys, Context, Env};
 
     #[event(start)]
     fn start() {
@@ -21,10 +24,5 @@ mod events {
         ctx: Context,
     ) -> worker::Result<web_sys::Response> {
         self_capsule::worker::fetch(req, env, ctx).await
-    }
-
-    #[event(scheduled)]
-    async fn scheduled(event: ScheduledEvent, env: Env, ctx: ScheduleContext) {
-        self_capsule::worker::scheduled(event, env, ctx).await;
     }
 }
