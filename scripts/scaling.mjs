@@ -32,9 +32,10 @@ const INPUTS = {
     do_rows_written: 6,
     // One multi-key get: state, history index, pending mirror.
     do_rows_read: 3,
-    // Mirror: entry, history index, record; the previous write's pruned
-    // entry deleted alongside the entry put.
-    kv_writes: 3,
+    // Mirror: entry, history index, record, meta record (meta.json and the
+    // operator's list); the previous write's pruned entry deleted alongside
+    // the entry put.
+    kv_writes: 4,
     kv_deletes: 1,
   },
   // Per free-tier agent at rest: record (4 KB capsule + head fields), index,

@@ -166,6 +166,7 @@ mod tests {
                 "history.json",
                 "verify.json",
                 "keys.json",
+                "meta.json",
                 "snapshot/{cursor}.json",
             ] {
                 for m in ["Get", "Head"] {

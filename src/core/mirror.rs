@@ -26,8 +26,8 @@
 
 use crate::core::crypto::AgentId;
 use crate::core::record::{
-    entry_kv_key, history_kv_key, key_log_kv_key, kv_key, ENTRY_KV_PREFIX, KEY_LOG_KV_PREFIX,
-    RECORD_KV_PREFIX,
+    entry_kv_key, history_kv_key, key_log_kv_key, kv_key, meta_kv_key, ENTRY_KV_PREFIX,
+    KEY_LOG_KV_PREFIX, META_KV_PREFIX, RECORD_KV_PREFIX,
 };
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +59,10 @@ pub struct MirrorOp {
     pub key: String,
     /// The exact text to put; `None`: delete the key.
     pub value: Option<String>,
+    /// The KV metadata put with it (JSON text; the meta record's list
+    /// entry, which the operator's list of agents reads without values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
     /// A delete no index in KV names any more (see the module comment).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unnamed: bool,
@@ -127,11 +131,27 @@ impl Mirror {
         self.push(kv_key(agent), Some(record));
     }
 
+    /// Adds a put of the agent's meta record (`text`) with its list entry
+    /// as the key's metadata (`metadata`). It lands with the heads, and a
+    /// newer one replaces one still pending.
+    pub fn push_meta(&mut self, agent: &AgentId, text: &str, metadata: &str) {
+        self.push(meta_kv_key(agent), Some(text));
+        if let Some(op) = self.ops.last_mut() {
+            op.metadata = Some(metadata.to_owned());
+        }
+    }
+
+    /// Whether a meta record put is pending (its alarm is then armed).
+    pub fn meta_pending(&self) -> bool {
+        self.ops.iter().any(|o| o.key.starts_with(META_KV_PREFIX))
+    }
+
     fn push(&mut self, key: String, value: Option<&str>) {
         self.ops.retain(|o| o.key != key);
         self.ops.push(MirrorOp {
             key,
             value: value.map(str::to_owned),
+            metadata: None,
             unnamed: false,
         });
     }
@@ -405,6 +425,7 @@ mod tests {
         m.ops.push(MirrorOp {
             key: "k".into(),
             value: None,
+            metadata: None,
             unnamed: true,
         });
         let text = serde_json::to_string(&m).unwrap();
@@ -442,6 +463,7 @@ mod tests {
             ops: vec![MirrorOp {
                 key: "k".into(),
                 value: None,
+                metadata: None,
                 unnamed: false,
             }],
             failures: 2,
@@ -449,5 +471,34 @@ mod tests {
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(text, r#"{"ops":[{"key":"k","value":null}],"failures":2}"#);
         assert_eq!(serde_json::from_str::<Mirror>(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn a_meta_record_lands_with_the_heads_and_a_newer_one_replaces_it() {
+        let a = agent();
+        let mut m = Mirror::default();
+        assert!(!m.meta_pending());
+        m.push_meta(&a, "m1", "{\"l\":1}");
+        m.push_commit(&Commit {
+            agent: &a,
+            sequence: 1,
+            entry: "e1",
+            index: "i1",
+            record: "r1",
+            pruned: &[],
+        });
+        m.push_meta(&a, "m2", "{\"l\":2}");
+        assert!(m.meta_pending());
+        let metas: Vec<_> = m.ops.iter().filter(|o| o.metadata.is_some()).collect();
+        assert_eq!(metas.len(), 1, "{m:?}");
+        assert_eq!(metas[0].value.as_deref(), Some("m2"));
+        assert_eq!(metas[0].metadata.as_deref(), Some("{\"l\":2}"));
+        assert_eq!(metas[0].stage(), Stage::Heads);
+        // Stored and read back with its metadata (the alarm's retry).
+        let back: Mirror = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        // The record put, not the meta put, is what watchers are sent.
+        let records: Vec<_> = m.ops.iter().filter_map(MirrorOp::record_put).collect();
+        assert_eq!(records, ["r1"]);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::config::Config;
 use super::failure::Failure;
-use super::handlers::{bootstrap, feed, key_log, keys, mcp, upgrade, watch, write, x402};
+use super::handlers::{admin, bootstrap, feed, key_log, keys, mcp, upgrade, watch, write, x402};
 use super::http::{CachedRead, Reply};
 use super::read_route;
 use crate::core::reason::ReasonCode;
@@ -53,6 +53,7 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         Action::Claim => upgrade::claim(req, env, cfg).await?.into(),
         Action::X402 => x402::handle(req, &req.url()?, env, cfg).await?.into(),
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
+        Action::Admin { rest } => admin::handle(req, env, cfg, rest).await?.into(),
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
         Action::Feed { doc, head_only } => {
             feed::handle(req, env, cfg, doc, CachedRead::of(req, head_only)).await?

@@ -128,11 +128,12 @@ export function serviceOptions({
  * `serviceKey`: the SERVICE_SIGNING_KEY secret (32-byte seed, hex) of the
  * write Worker; a fresh random one per instance by default, `null` for none.
  * `writeWorkerCache`: see `serviceOptions`.
+ * `secrets`: more secrets of the write Worker (e.g. SELFCAP_ADMIN_TOKEN).
  *
  * `mf.getWorker()` without a name is the write Worker: the one with the cron
  * trigger, whose `scheduled()` the tests call.
  */
-export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey, writeWorkerCache = true } = {}) {
+export async function startWorker({ vars = {}, secrets = {}, withoutDurableObjects = false, serviceKey, writeWorkerCache = true } = {}) {
   const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
   // Worker console output is captured (tests assert on the structured log
   // lines) and echoed only with SELFCAP_E2E_VERBOSE=1.
@@ -152,7 +153,7 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
     durableObjectsPersist: false,
     workers: serviceOptions({
       vars: { SELFCAP_TEST_CLOCK: "1", ...vars },
-      secrets: key === null ? {} : { SERVICE_SIGNING_KEY: key },
+      secrets: { ...(key === null ? {} : { SERVICE_SIGNING_KEY: key }), ...secrets },
       withoutDurableObjects,
       writeWorkerCache,
     }),

@@ -16,8 +16,10 @@
 //! | history, snapshot, verify, export           | [`history`]   |
 //! | the service keyring                         | [`keys`]      |
 //! | an agent's key log: read, POST an event     | [`key_log`]   |
+//! | meta.json: an agent's writes and refusals   | [`meta`]      |
 //! | an agent's projected watch feed             | [`feed`]      |
 //! | stateless bootstrap                         | [`bootstrap`] |
+//! | the operator API: gate, agents, one agent   | [`admin`]     |
 //! | an x402 purchase (402, settle, credit)      | [`x402`]      |
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
@@ -29,10 +31,13 @@
 // write Worker).
 pub mod history;
 pub mod key_log;
+pub mod meta;
 pub mod reads;
 pub mod signer;
 
 // The write Worker only.
+#[cfg(feature = "worker")]
+pub mod admin;
 #[cfg(feature = "worker")]
 pub mod bootstrap;
 #[cfg(feature = "worker")]

@@ -9,6 +9,7 @@ use crate::core::history::HistoryIndex;
 use crate::core::key_log::submit::{self, Context, Decided};
 use crate::core::key_log::{KeyLog, KeysSummary, SealedKeyRecord};
 use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::operator::meta::MetaRecord;
 use crate::core::record::kv_key;
 use crate::core::write::{AcceptedBody, AgentState, Rejection};
 use crate::worker::config::{self, Config, SERVICE_KEY_SECRET};
@@ -181,6 +182,8 @@ impl AgentDO {
                 mirror.push_key_event(agent, &log_text, record.as_deref(), index_text.as_deref());
             }
         }
+        // The log's length and disputed keys are meta.json's too.
+        MetaRecord::mirror(&mut mirror, agent, &state, call.now_ms);
         puts.push((KEY_LOG_KEY.to_owned(), log_text));
         puts.push((STATE_KEY.to_owned(), serde_json::to_string(&state)?));
         puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?));

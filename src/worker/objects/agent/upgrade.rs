@@ -6,6 +6,7 @@ use super::{AgentDO, INVOICES_KEY, MIRROR_KEY, STATE_KEY};
 use crate::core::crypto::AgentId;
 use crate::core::crypto::PublicKey;
 use crate::core::mirror::{Mirror, RETRY_BASE_MS};
+use crate::core::operator::meta::MetaRecord;
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::secs_until;
 use crate::core::upgrade::claim::{signer_stands, Claim};
@@ -201,8 +202,9 @@ impl AgentDO {
         Ok(http::json(200, &body, NO_STORE)?)
     }
 
-    /// The pending mirror with the agent's record as `state` now makes it
-    /// (a credit changes the tier head.json shows); `None` before the
+    /// The pending mirror with the agent's record and meta record as
+    /// `state` now makes them (a credit changes the tier head.json and
+    /// meta.json show); `None` before the
     /// agent's first write (no record to show).
     pub(super) async fn record_mirror(
         &self,
@@ -218,6 +220,7 @@ impl AgentDO {
             .await?
             .unwrap_or_default();
         mirror.push_record(agent, &serde_json::to_string(&record)?);
+        MetaRecord::mirror(&mut mirror, agent, state, now);
         Ok(Some(mirror))
     }
 }
