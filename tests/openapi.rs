@@ -63,6 +63,7 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
         ADMIN_AGENT_STATUSES,
         ADMIN_AGENT_CODES,
     ),
+    ("admin/stats", ADMIN_STATS_STATUSES, ADMIN_STATS_CODES),
     ("keys", KEYS_STATUSES, KEYS_CODES),
     ("watch", WATCH_STATUSES, WATCH_CODES),
     // The projected watch feeds (`urls::FEED_PATHS`, ?agent_id=…, §15).
@@ -82,6 +83,12 @@ const KEYS_STATUSES: &[u16] = &[200, 304, 503];
 const ADMIN_LIST_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 503];
 const ADMIN_LIST_CODES: &[&str] = &[
     "bad_query",
+    "admin_auth_required",
+    "admin_auth_invalid",
+    "service_unavailable",
+];
+const ADMIN_STATS_STATUSES: &[u16] = &[200, 304, 401, 403, 503];
+const ADMIN_STATS_CODES: &[&str] = &[
     "admin_auth_required",
     "admin_auth_invalid",
     "service_unavailable",
@@ -916,7 +923,7 @@ fn put(s: &mut AgentState, k: &AgentKey, body: &[u8], now: u64) -> Result<Accept
     ) {
         Ok(c) => Ok(s.commit(c, now, &tiers).1),
         Err(r) => {
-            s.note_rejection(&r, now);
+            s.note_rejection(&k.agent_id(), &r, now);
             Err(r)
         }
     }
@@ -961,7 +968,7 @@ fn meta_bodies_from_the_core_validate() {
     let bad = to_json(&bad);
     let rej = put(&mut s, &k, &envelope(&k, 2, &bad), T0 + 2).unwrap_err();
     assert!(
-        s.note_rejection(&rej, T0 + 2),
+        s.note_rejection(&id, &rej, T0 + 2),
         "the agent's own body counts"
     );
     bodies.push(MetaRecord::of(id.as_str(), &s, T0 + 2).body(&tiers, T0 + 3));

@@ -66,7 +66,11 @@ pub const MCP_PATH: &str = "/mcp";
 /// the write Worker decides the rest (`core::operator::admin`).
 pub const ADMIN_PREFIX: &str = "/api/v1/admin/";
 /// The operator API's paths, for documentation checks.
-pub const ADMIN_PATHS: [&str; 2] = ["/api/v1/admin/agents", "/api/v1/admin/agents/{agent_id}"];
+pub const ADMIN_PATHS: [&str; 3] = [
+    "/api/v1/admin/agents",
+    "/api/v1/admin/agents/{agent_id}",
+    "/api/v1/admin/stats",
+];
 
 /// `Allow` of the read-only documents.
 pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";

@@ -54,6 +54,9 @@ pub const NONCE_DO_BINDING: &str = "NONCE_DO";
 /// long-polls of projected heads.
 #[cfg(feature = "worker")]
 pub const FEED_DO_BINDING: &str = "FEED_DO";
+/// The stats shards (`objects::stats`).
+#[cfg(feature = "worker")]
+pub const STATS_DO_BINDING: &str = "STATS_DO";
 /// Var naming the service's public origin (`https://host[:port]`), which
 /// bootstrap builds its absolute URLs on.
 #[cfg(feature = "worker")]

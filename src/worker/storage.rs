@@ -132,6 +132,19 @@ pub async fn commit_atomic(storage: &Storage, batch: &Batch<'_>) -> worker::Resu
     Ok(())
 }
 
+/// Arms the alarm to fire within `within`, unless it already fires sooner.
+pub async fn arm_by(storage: &Storage, within: Duration) -> worker::Result<()> {
+    commit_atomic(
+        storage,
+        &Batch {
+            puts: &[],
+            deletes: &[],
+            alarm: Alarm::By(within),
+        },
+    )
+    .await
+}
+
 /// Every `(key, text)` under `prefix`, in key order (one storage list).
 pub async fn texts_under(storage: &Storage, prefix: &str) -> worker::Result<Vec<(String, String)>> {
     let found = storage

@@ -76,6 +76,7 @@ export const DURABLE_OBJECTS = {
   PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
   NONCE_DO: { className: "NonceDO", useSQLite: true },
   FEED_DO: { className: "FeedDO", useSQLite: true },
+  STATS_DO: { className: "StatsDO", useSQLite: true },
 };
 
 /**

@@ -33,6 +33,7 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ADMIN_SECRETS, stats, statsSettled, statsUntil } from "./admin-helpers.mjs";
 import { BASE, startWorker } from "./harness.mjs";
 import { exampleCapsule, headPath, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
 import {
@@ -103,6 +104,8 @@ before(async () => {
       X402_SETTLE_TIMEOUT_MS: String(SETTLE_TIMEOUT_MS),
       X402_MIN_CONFIRMATIONS: "1",
     }),
+    // The operator API on: the totals a purchase makes are checked.
+    secrets: ADMIN_SECRETS,
   });
 });
 after(async () => {
@@ -443,6 +446,30 @@ test("@x402/fetch (v2) buys Pro: PAYMENT-RESPONSE, the claim body, head.json pro
   assert.equal(authOf(r.payment).value, String(inv.amount));
   await assertCredited(r, { agent: a, plan: "pro", payer, inv, t1, t2 });
   assert.equal(settlesFor(r.payment).length, 1);
+});
+
+test("the operator's totals: an x402 purchase counted once (x402, pro, the invoice amount), its replay not at all", async () => {
+  const before = await statsSettled(w);
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  assert.equal(r.status, 200, r.body);
+  const x = (t) => t.credits.ever.x402;
+  const after = await statsUntil(w, (t) => x(t).plans.pro > x(before).plans.pro);
+  assert.equal(x(after).plans.pro, x(before).plans.pro + 1);
+  assert.equal(x(after).plans.plus, x(before).plans.plus);
+  assert.equal(BigInt(x(after).usdc_atomic) - BigInt(x(before).usdc_atomic), BigInt(inv.amount));
+  assert.deepEqual(after.credits.ever.transfer, before.credits.ever.transfer, "no transfer claim was made");
+  assert.equal(after.agents.by_tier.pro, before.agents.by_tier.pro + 1);
+  assert.equal(after.shards.answered, 16);
+  // The same header again: the stored answer, nothing counted.
+  const again = await resend(url, r.payment, a);
+  assert.equal(again.status, 200, again.body);
+  await new Promise((res) => setTimeout(res, 2_500));
+  const later = await stats(w);
+  assert.deepEqual(x(later), x(after));
 });
 
 test("x402-fetch 1.2.0 (legacy v1) buys Plus: X-PAYMENT, X-PAYMENT-RESPONSE on base, head.json plus, one transfer; its replay credits nothing more", async () => {

@@ -24,6 +24,8 @@ pub enum AdminRoute {
     Agents,
     /// `GET /api/v1/admin/agents/{agent_id}`: one agent's operator record.
     Agent(AgentId),
+    /// `GET /api/v1/admin/stats`: the deployment's totals.
+    Stats,
 }
 
 /// A route the gate let through, and whether it is a `HEAD`.
@@ -41,6 +43,7 @@ pub struct AdminRequest {
 pub fn route(rest: &str, method: &str) -> Result<AdminRequest, Refusal> {
     let route = match rest.split('/').collect::<Vec<_>>().as_slice() {
         ["agents"] => AdminRoute::Agents,
+        ["stats"] => AdminRoute::Stats,
         ["agents", id] if !id.is_empty() => match AgentId::parse(id) {
             Some(agent) => AdminRoute::Agent(agent),
             None => return Err(Refusal::code(ReasonCode::BadAgentId)),
@@ -228,6 +231,7 @@ mod tests {
     fn routes_and_methods() {
         assert_eq!(route("agents", "GET").unwrap().route, AdminRoute::Agents);
         assert!(route("agents", "HEAD").unwrap().head_only);
+        assert_eq!(route("stats", "GET").unwrap().route, AdminRoute::Stats);
         assert_eq!(
             route(&format!("agents/{ID}"), "GET").unwrap().route,
             AdminRoute::Agent(AgentId::parse(ID).unwrap())

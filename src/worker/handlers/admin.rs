@@ -2,8 +2,9 @@
 //! (`core::operator::admin`) before anything is read, an Access token's
 //! RS256 signature verified with WebCrypto against the team's published
 //! keys, then one page of agents from a KV list of the meta records' keys
-//! (their list entries ride as KV metadata: no value is read), or one
-//! agent's operator record.
+//! (their list entries ride as KV metadata: no value is read), one agent's
+//! operator record, or the deployment's totals from the sixteen stats
+//! shards.
 
 use crate::core::crypto::AgentId;
 use crate::core::json;
@@ -15,6 +16,7 @@ use crate::core::record::{kv_key, meta_kv_key, Record, META_KV_PREFIX};
 use crate::core::time::rfc3339;
 use crate::core::urls::ALLOW_ADMIN;
 use crate::worker::config::{self, Config};
+use crate::worker::do_wire::StatsCall;
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, CachedRead};
 use crate::worker::kv::Kv;
@@ -76,6 +78,8 @@ pub async fn handle(
             serde_json::to_value(page(env, &query, now_ms).await?)?
         }
         AdminRoute::Agent(agent) => serde_json::to_value(record(env, &agent, cfg, now_ms).await?)?,
+        // Every shard asked for its totals as of now, in parallel.
+        AdminRoute::Stats => StatsCall::totals(env, now_ms).await.body(now_ms),
     };
     // For the operator alone: `private, no-store`, with an ETag so a
     // dashboard polling a page gets 304s.

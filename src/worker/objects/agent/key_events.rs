@@ -182,7 +182,12 @@ impl AgentDO {
                 mirror.push_key_event(agent, &log_text, record.as_deref(), index_text.as_deref());
             }
         }
-        // The log's length and disputed keys are meta.json's too.
+        // The log's length and disputed keys are meta.json's too, and the
+        // disputed keys the deployment's totals.
+        if let Some(k) = state.keys.as_ref() {
+            let disputed = k.disputed as u64;
+            state.count(agent, call.now_ms, |r| r.disputed(disputed));
+        }
         MetaRecord::mirror(&mut mirror, agent, &state, call.now_ms);
         puts.push((KEY_LOG_KEY.to_owned(), log_text));
         puts.push((STATE_KEY.to_owned(), serde_json::to_string(&state)?));
@@ -210,7 +215,7 @@ impl AgentDO {
         // Committed, with the retry alarm armed: nothing from here may turn
         // it into an error (a retry is answered "already" anyway).
         if let Err(e) = self
-            .mirror_then_publish(Some(mirror), call.now_ms, state.x402_due_at())
+            .mirror_then_publish(Some(mirror), call.now_ms, self.due_at(&state))
             .await
         {
             log::event(

@@ -7,8 +7,10 @@ use crate::core::crypto::AgentId;
 use crate::core::crypto::PublicKey;
 use crate::core::mirror::{Mirror, RETRY_BASE_MS};
 use crate::core::operator::meta::MetaRecord;
+use crate::core::operator::stats::Method;
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::secs_until;
+use crate::core::upgrade::amount::Usdc;
 use crate::core::upgrade::claim::{signer_stands, Claim};
 use crate::core::upgrade::invoice::{InvoiceBook, INVOICE_TTL_MS};
 use crate::core::upgrade::outcome::{
@@ -151,6 +153,8 @@ impl AgentDO {
             ));
         }
         let inv = book.find_mut(&claim.invoice_id).ok_or("checked")?;
+        let (plan, amount) = (inv.plan, Usdc(inv.amount_atomic));
+        let before = state.paid.clone();
         let body = credit(
             &mut state.paid,
             inv,
@@ -159,6 +163,11 @@ impl AgentDO {
             &confirmed,
             now,
         );
+        let after = state.paid.clone();
+        state.count(&agent, now, |r| {
+            r.paid(&before, &after);
+            r.credit(Method::Transfer, plan, amount, now);
+        });
         let mut puts = vec![
             (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
             (INVOICES_KEY.to_owned(), serde_json::to_string(&book)?),
@@ -190,7 +199,7 @@ impl AgentDO {
         );
         if mirror.is_some() {
             if let Err(e) = self
-                .mirror_then_publish(mirror, now, state.x402_due_at())
+                .mirror_then_publish(mirror, now, self.due_at(&state))
                 .await
             {
                 log::event(

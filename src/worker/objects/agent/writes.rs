@@ -52,7 +52,7 @@ impl AgentDO {
             Ok(c) => c,
             // A decided rejection: its cooldown persisted, logged, answered.
             Err(Failure::Rejected(rej)) => {
-                if state.note_rejection(&rej, call.now_ms) {
+                if state.note_rejection(&call.agent, &rej, call.now_ms) {
                     self.count_refusal(&storage, &state, &call, &cfg, mirror)
                         .await?;
                 }
@@ -79,7 +79,7 @@ impl AgentDO {
         // retry would only earn a replay_seq).
         if !call.fail_mirror {
             if let Err(e) = self
-                .mirror_commit_then_publish(mirror, record, call.now_ms, state.x402_due_at())
+                .mirror_commit_then_publish(mirror, record, call.now_ms, self.due_at(&state))
                 .await
             {
                 log::event(
