@@ -648,6 +648,8 @@ test("a second authorization sent while the first is being settled: 409, never s
 // The facilitator misbehaves; the chain decides.
 
 test("hang_after_broadcast: 503 x402_settlement_pending with Retry-After; a 2nd authorization meanwhile is 409 x402_settlement_in_progress; once mined the agent's object credits it alone; the same header then answers 200; one transfer", async () => {
+  const settling = (t) => t.settlements.pending;
+  const p0 = settling(await statsSettled(w));
   const a = await freshAgent();
   const payer = await fundedPayer(stack);
   const inv = await openInvoice(a, "pro");
@@ -678,6 +680,10 @@ test("hang_after_broadcast: 503 x402_settlement_pending with Retry-After; a 2nd 
   assertRefusal(r, 503, "x402_settlement_pending");
   assertRetryAfter(r);
   assert.ok(took < SETTLE_TIMEOUT_MS + 10_000, `the Worker waited ${took} ms for a hanging facilitator`);
+  // The operator sees it in flight, and how old it is.
+  const inFlight = await statsUntil(w, (t) => settling(t) > p0);
+  assert.equal(settling(inFlight), p0 + 1);
+  assert.ok(inFlight.settlements.oldest_age_sec >= 0 && inFlight.settlements.oldest_started_at, JSON.stringify(inFlight.settlements));
   await mine(stack.rpcUrl, 1);
   assert.equal(await nonceUsed(r.payment), true, "mined: the money left");
   const calls = settlesFor(r.payment);
@@ -690,6 +696,8 @@ test("hang_after_broadcast: 503 x402_settlement_pending with Retry-After; a 2nd 
   await assertCredited(again, { agent: a, plan: "pro", payer, inv, payment: r.payment });
   assertRefusal(await resend(url, other, a), 409, "invoice_already_paid");
   assert.equal(await nonceUsed(other), false);
+  // Credited: no longer in flight.
+  assert.equal(settling(await statsUntil(w, (t) => settling(t) === p0)), p0);
 });
 
 test("fail_before_broadcast (the library's failure answer, nothing sent): 402 x402_settlement_failed offering a new invoice; nothing moved; free", async () => {

@@ -73,6 +73,7 @@ impl AgentDO {
         state.count(agent, now, |r| {
             r.paid(&before, &after);
             r.credit(Method::X402, plan, amount, now);
+            r.settlement(id, None);
         });
         if !book
             .items()
