@@ -22,19 +22,24 @@ const INPUTS = {
     // Worker: envelope, Ed25519 verify (precheck) ~0.4 ms; the Durable
     // Object's check + seal is billed as its duration, not as CPU.
     worker_cpu_ms: 0.5,
-    do_requests: 1,
+    // The write; then, within a minute, the object's alarm and its call to
+    // the agent's stats shard (the operator's totals).
+    do_requests: 3,
     // Wall time the object is active per write (check, seal, storage
     // commit, two KV round trips), 128 MB billed.
     do_active_sec: 0.025,
     do_gb: 0.128,
     // commit_atomic: state, mirror, history index, entry (4) + the pruned
-    // entry (free tier keeps 1) (1) + the mirror cleared or kept (1).
-    do_rows_written: 6,
+    // entry (free tier keeps 1) (1) + the mirror cleared or kept (1); the
+    // stats batch: the state when it is cut and when it is acknowledged
+    // (2), the shard's totals and the agent's last batch number (2).
+    do_rows_written: 10,
     // One multi-key get: state, history index, pending mirror.
     do_rows_read: 3,
-    // Mirror: entry, history index, record; the previous write's pruned
-    // entry deleted alongside the entry put.
-    kv_writes: 3,
+    // Mirror: entry, history index, record, meta record (meta.json and the
+    // operator's list); the previous write's pruned entry deleted alongside
+    // the entry put.
+    kv_writes: 4,
     kv_deletes: 1,
   },
   // Per free-tier agent at rest: record (4 KB capsule + head fields), index,

@@ -31,6 +31,7 @@ use self_capsule::core::key_log::{
     Signatures, DEFAULT_WINDOW_SEC,
 };
 use self_capsule::core::limits::{TierTable, MAX_BODY_BYTES};
+use self_capsule::core::operator::meta::MetaRecord;
 use self_capsule::core::reason::ReasonCode;
 use self_capsule::core::urls;
 use self_capsule::core::write::{
@@ -54,6 +55,15 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
     ("export.json", READ_STATUSES, READ_CODES),
     // The agent's key log is read as head.json is (whoever may read its head).
     ("keys.json", READ_STATUSES, READ_CODES),
+    ("meta.json", READ_STATUSES, READ_CODES),
+    // The operator API (§17): the credential before the path.
+    ("admin/agents", ADMIN_LIST_STATUSES, ADMIN_LIST_CODES),
+    (
+        "admin/agents/{agent_id}",
+        ADMIN_AGENT_STATUSES,
+        ADMIN_AGENT_CODES,
+    ),
+    ("admin/stats", ADMIN_STATS_STATUSES, ADMIN_STATS_CODES),
     ("keys", KEYS_STATUSES, KEYS_CODES),
     ("watch", WATCH_STATUSES, WATCH_CODES),
     // The projected watch feeds (`urls::FEED_PATHS`, ?agent_id=…, §15).
@@ -70,6 +80,27 @@ const READ_ANSWERS: &[(&str, &[u16], &[&str])] = &[
 const READ_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 503];
 const HISTORY_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 410, 503];
 const KEYS_STATUSES: &[u16] = &[200, 304, 503];
+const ADMIN_LIST_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 503];
+const ADMIN_LIST_CODES: &[&str] = &[
+    "bad_query",
+    "admin_auth_required",
+    "admin_auth_invalid",
+    "service_unavailable",
+];
+const ADMIN_STATS_STATUSES: &[u16] = &[200, 304, 401, 403, 503];
+const ADMIN_STATS_CODES: &[&str] = &[
+    "admin_auth_required",
+    "admin_auth_invalid",
+    "service_unavailable",
+];
+const ADMIN_AGENT_STATUSES: &[u16] = &[200, 304, 400, 401, 403, 404, 503];
+const ADMIN_AGENT_CODES: &[&str] = &[
+    "bad_agent_id",
+    "not_found",
+    "admin_auth_required",
+    "admin_auth_invalid",
+    "service_unavailable",
+];
 const WATCH_STATUSES: &[u16] = &[101, 400, 401, 403, 426, 503];
 // 402: watch_requires_pro, a free agent's feed (with where to upgrade).
 const FEED_STATUSES: &[u16] = &[200, 304, 400, 401, 402, 403, 404, 503];
@@ -249,6 +280,9 @@ const X402_CODES: &[&str] = &[
 ];
 /// Codes that can never answer a PUT to capsule.json (every other code can).
 const NOT_ON_PUT: &[&str] = &[
+    // The operator API's own.
+    "admin_auth_required",
+    "admin_auth_invalid",
     "read_signature_invalid",
     "read_signature_expired",
     "read_signature_replayed",
@@ -693,6 +727,7 @@ fn every_ref_resolves_to_a_file_in_schemas() {
         "keys.schema.json",
         "key_log.schema.json",
         "feed.schema.json",
+        "meta.schema.json",
     ] {
         assert!(external.contains(f), "openapi.json does not reference {f}");
     }
@@ -888,7 +923,7 @@ fn put(s: &mut AgentState, k: &AgentKey, body: &[u8], now: u64) -> Result<Accept
     ) {
         Ok(c) => Ok(s.commit(c, now, &tiers).1),
         Err(r) => {
-            s.note_rejection(&r, now);
+            s.note_rejection(&k.agent_id(), &r, now);
             Err(r)
         }
     }
@@ -907,6 +942,44 @@ fn put_response_name(status: u16) -> String {
     let r = &doc["paths"]["/self/{agent_id}/capsule.json"]["put"]["responses"][status.to_string()]
         ["$ref"];
     r.as_str().unwrap().rsplit('/').next().unwrap().to_owned()
+}
+
+#[test]
+fn meta_bodies_from_the_core_validate() {
+    let meta = validator_for_file("meta.schema.json");
+    let doc = openapi();
+    let meta_200 = openapi_validator(&format!(
+        "{}/content/application~1json/schema",
+        doc["paths"]["/self/{agent_id}/meta.json"]["get"]["responses"]["200"]["$ref"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches('#')
+    ));
+    let k = key(4);
+    let mut s = AgentState::default();
+    let tiers = TierTable::default();
+    let id = k.agent_id();
+    // Before any write, after one, after a refusal of the agent's own body.
+    let mut bodies = vec![MetaRecord::of(id.as_str(), &s, T0).body(&tiers, T0)];
+    put(&mut s, &k, &envelope(&k, 1, &capsule_for(&k, "first")), T0).unwrap();
+    bodies.push(MetaRecord::of(id.as_str(), &s, T0).body(&tiers, T0 + 1));
+    let mut bad = capsules::example_for(k.agent_id());
+    bad["extra"] = 1.into();
+    let bad = to_json(&bad);
+    let rej = put(&mut s, &k, &envelope(&k, 2, &bad), T0 + 2).unwrap_err();
+    assert!(
+        s.note_rejection(&id, &rej, T0 + 2),
+        "the agent's own body counts"
+    );
+    bodies.push(MetaRecord::of(id.as_str(), &s, T0 + 2).body(&tiers, T0 + 3));
+    // What an agent that has not written since gets, from its record alone.
+    let record = s.record(&id, &tiers, T0 + 2).unwrap();
+    bodies.push(MetaRecord::from_record(&record).body(&tiers, T0 + 4));
+    for body in bodies {
+        let v = to_value(&body);
+        assert_valid(&meta, &v, "meta.json");
+        assert_valid(&meta_200, &v, "meta.json (openapi GET 200)");
+    }
 }
 
 #[test]

@@ -574,6 +574,7 @@ fn the_write_worker_compiles_none_of_the_extras_routes() {
     let sources = worker_sources();
     let absent = not_compiled(&sources, WRITE_DROPS);
     for m in [
+        "handlers::admin",
         "handlers::mcp",
         "handlers::feed",
         "handlers::upgrade",
@@ -630,6 +631,7 @@ fn the_extras_worker_compiles_no_durable_object_class() {
     }
     for m in [
         "routes",
+        "handlers::admin",
         "handlers::mcp",
         "handlers::feed",
         "handlers::upgrade",
@@ -653,8 +655,8 @@ fn the_checks_of_the_workers_behind_the_entry_notice_a_breach() {
     let mut sources = worker_sources();
     let routes = sources.get_mut("routes").unwrap();
     *routes = routes.replace(
-        "#[cfg(feature = \"extras\")]\nuse super::handlers::{feed, mcp, upgrade, x402};",
-        "use super::handlers::{feed, mcp, upgrade, x402};",
+        "#[cfg(feature = \"extras\")]\nuse super::handlers::{admin, feed, mcp, upgrade, x402};",
+        "use super::handlers::{admin, feed, mcp, upgrade, x402};",
     );
     let problems = reaches(
         &sources,

@@ -145,7 +145,7 @@ impl Service {
                         json(200, serde_json::to_string(&accepted).unwrap())
                     }
                     Err(r) => {
-                        self.state.note_rejection(&r, NOW);
+                        self.state.note_rejection(&agent, &r, NOW);
                         json(r.status(), serde_json::to_string(&r).unwrap())
                     }
                 }

@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 /// The scope a document needs.
 pub fn scope_of(doc: &Doc<'_>) -> ReadScope {
     match doc {
-        // The key log says which key speaks for the agent: whoever may
-        // read its head may read it.
-        Doc::Head | Doc::KeyLog => ReadScope::Head,
+        // The key log says which key speaks for the agent, and meta.json
+        // what became of its writes: whoever may read its head may read
+        // them.
+        Doc::Head | Doc::KeyLog | Doc::Meta => ReadScope::Head,
         Doc::Capsule => ReadScope::Capsule,
         Doc::History | Doc::Snapshot(_) | Doc::Export => ReadScope::History,
         Doc::Verify => ReadScope::Verify,

@@ -63,7 +63,8 @@ pub fn answerer<'a>(
         | Action::Claim
         | Action::X402
         | Action::Feed { .. }
-        | Action::FeedSocket => Answerer::Extras,
+        | Action::FeedSocket
+        | Action::Admin { .. } => Answerer::Extras,
         _ => Answerer::Writer,
     }
 }
@@ -178,6 +179,7 @@ mod tests {
                 "history.json",
                 "verify.json",
                 "keys.json",
+                "meta.json",
                 "snapshot/{cursor}.json",
             ] {
                 for m in ["Get", "Head"] {

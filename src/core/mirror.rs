@@ -13,12 +13,14 @@
 //!
 //! A pruned entry's delete only has to wait for the index that stops naming
 //! it. So a write ([`Pass::Commit`]) does not wait for its own deletes: once
-//! its index has landed they are marked *unnamed* and kept, and the agent's
-//! next write runs them alongside its entry put, in a round trip it makes
-//! anyway. A write is thus answered after two KV round trips, with its entry,
-//! index and record in KV, and no alarm runs for it. Deletes still pending
-//! [`CLEANUP_AFTER_MS`] after the last write are run by the alarm, so an
-//! agent that stops writing leaves nothing behind for long.
+//! its index has landed they are marked *unnamed* and kept, and the object's
+//! next wake runs them: its alarm, which sends the write's counts to the
+//! stats shard within a minute (`core::operator::stats`), or the agent's next
+//! write, alongside its entry put, in a round trip it makes anyway. A write is
+//! thus answered after two KV round trips, with its entry, index and record
+//! in KV. Deletes still pending [`CLEANUP_AFTER_MS`] after the last write are
+//! run by the alarm regardless, so an agent that stops writing leaves nothing
+//! behind for long.
 //!
 //! The pending ops are stored with the state in the same atomic commit, so a
 //! failed or interrupted sync loses nothing: the alarm retries what is left
@@ -26,8 +28,8 @@
 
 use crate::core::crypto::AgentId;
 use crate::core::record::{
-    entry_kv_key, history_kv_key, key_log_kv_key, kv_key, ENTRY_KV_PREFIX, KEY_LOG_KV_PREFIX,
-    RECORD_KV_PREFIX,
+    entry_kv_key, history_kv_key, key_log_kv_key, kv_key, meta_kv_key, ENTRY_KV_PREFIX,
+    KEY_LOG_KV_PREFIX, META_KV_PREFIX, RECORD_KV_PREFIX,
 };
 use serde::{Deserialize, Serialize};
 
@@ -35,9 +37,8 @@ use serde::{Deserialize, Serialize};
 pub const RETRY_BASE_MS: u64 = 1_000;
 /// Longest wait between two sync attempts.
 pub const RETRY_CAP_MS: u64 = 5 * 60 * 1_000;
-/// How long unnamed deletes may wait for the agent's next write before the
-/// alarm runs them (a day: an agent writing daily never wakes its object
-/// for them).
+/// How long unnamed deletes may wait for the object's next wake (its stats
+/// alarm, the agent's next write) before an alarm of their own runs them.
 pub const CLEANUP_AFTER_MS: u64 = 24 * 60 * 60 * 1_000;
 
 /// What KV must still be made to hold, in order. Ops of a later commit
@@ -59,6 +60,10 @@ pub struct MirrorOp {
     pub key: String,
     /// The exact text to put; `None`: delete the key.
     pub value: Option<String>,
+    /// The KV metadata put with it (JSON text; the meta record's list
+    /// entry, which the operator's list of agents reads without values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
     /// A delete no index in KV names any more (see the module comment).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unnamed: bool,
@@ -127,11 +132,27 @@ impl Mirror {
         self.push(kv_key(agent), Some(record));
     }
 
+    /// Adds a put of the agent's meta record (`text`) with its list entry
+    /// as the key's metadata (`metadata`). It lands with the heads, and a
+    /// newer one replaces one still pending.
+    pub fn push_meta(&mut self, agent: &AgentId, text: &str, metadata: &str) {
+        self.push(meta_kv_key(agent), Some(text));
+        if let Some(op) = self.ops.last_mut() {
+            op.metadata = Some(metadata.to_owned());
+        }
+    }
+
+    /// Whether a meta record put is pending (its alarm is then armed).
+    pub fn meta_pending(&self) -> bool {
+        self.ops.iter().any(|o| o.key.starts_with(META_KV_PREFIX))
+    }
+
     fn push(&mut self, key: String, value: Option<&str>) {
         self.ops.retain(|o| o.key != key);
         self.ops.push(MirrorOp {
             key,
             value: value.map(str::to_owned),
+            metadata: None,
             unnamed: false,
         });
     }
@@ -405,6 +426,7 @@ mod tests {
         m.ops.push(MirrorOp {
             key: "k".into(),
             value: None,
+            metadata: None,
             unnamed: true,
         });
         let text = serde_json::to_string(&m).unwrap();
@@ -442,6 +464,7 @@ mod tests {
             ops: vec![MirrorOp {
                 key: "k".into(),
                 value: None,
+                metadata: None,
                 unnamed: false,
             }],
             failures: 2,
@@ -449,5 +472,34 @@ mod tests {
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(text, r#"{"ops":[{"key":"k","value":null}],"failures":2}"#);
         assert_eq!(serde_json::from_str::<Mirror>(&text).unwrap(), m);
+    }
+
+    #[test]
+    fn a_meta_record_lands_with_the_heads_and_a_newer_one_replaces_it() {
+        let a = agent();
+        let mut m = Mirror::default();
+        assert!(!m.meta_pending());
+        m.push_meta(&a, "m1", "{\"l\":1}");
+        m.push_commit(&Commit {
+            agent: &a,
+            sequence: 1,
+            entry: "e1",
+            index: "i1",
+            record: "r1",
+            pruned: &[],
+        });
+        m.push_meta(&a, "m2", "{\"l\":2}");
+        assert!(m.meta_pending());
+        let metas: Vec<_> = m.ops.iter().filter(|o| o.metadata.is_some()).collect();
+        assert_eq!(metas.len(), 1, "{m:?}");
+        assert_eq!(metas[0].value.as_deref(), Some("m2"));
+        assert_eq!(metas[0].metadata.as_deref(), Some("{\"l\":2}"));
+        assert_eq!(metas[0].stage(), Stage::Heads);
+        // Stored and read back with its metadata (the alarm's retry).
+        let back: Mirror = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        // The record put, not the meta put, is what watchers are sent.
+        let records: Vec<_> = m.ops.iter().filter_map(MirrorOp::record_put).collect();
+        assert_eq!(records, ["r1"]);
     }
 }

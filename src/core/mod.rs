@@ -56,7 +56,6 @@ pub mod mcp;
 #[cfg(feature = "core-full")]
 pub mod mirror;
 pub mod model;
-#[cfg(feature = "core-full")]
 pub mod operator;
 #[cfg(feature = "core-full")]
 pub mod projection;

@@ -200,6 +200,9 @@ reason_codes! {
     WebsocketRequired => "websocket_required", 426, Request, "Open watch as a WebSocket (GET with Upgrade: websocket), or long-poll head.json?wait=N with If-None-Match instead.";
     BadAgentId => "bad_agent_id", 400, Request, "Use the 64 lowercase hex agent id (SHA-256 of the genesis public key) in the path or the agent_id parameter.";
     BadPublicKey => "bad_public_key", 400, Request, "Send a 32-byte Ed25519 public key as hex, base64 or base64url; weak keys are refused.";
+    // --- the operator API (/api/v1/admin/…, when the deployment configures it) ---
+    AdminAuthRequired => "admin_auth_required", 401, Request, "Send Authorization: Bearer <the deployment's SELFCAP_ADMIN_TOKEN>, or come through the deployment's Cloudflare Access application.";
+    AdminAuthInvalid => "admin_auth_invalid", 403, Request, "The credential is not this deployment's (a wrong token, or an Access token that is expired, for another application, or not signed by the team's keys); do not retry it unchanged.";
     NotFound => "not_found", 404, Request, "Check the URL against docs/PROTOCOL.md.";
     MethodNotAllowed => "method_not_allowed", 405, Request, "Use a method from the Allow header.";
     Unavailable => "service_unavailable", 503, Server, "Retry after retry_after_sec with capped exponential backoff.";

@@ -34,6 +34,16 @@ pub fn key_log_kv_key(agent_id: &AgentId) -> String {
     format!("{KEY_LOG_KV_PREFIX}{agent_id}")
 }
 
+/// Every agent's meta record's KV key starts with this (the operator's
+/// list of agents is a KV list of this prefix).
+pub const META_KV_PREFIX: &str = "self:meta:";
+
+/// KV key of an agent's meta record (meta.json and the operator's view,
+/// `core::operator::meta`).
+pub fn meta_kv_key(agent_id: &AgentId) -> String {
+    format!("{META_KV_PREFIX}{agent_id}")
+}
+
 /// Every history entry's KV key starts with this.
 pub const ENTRY_KV_PREFIX: &str = "self:entry:";
 

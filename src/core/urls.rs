@@ -62,6 +62,15 @@ impl FeedDoc {
 /// Path of the remote MCP server (Streamable HTTP, one JSON-RPC message per
 /// POST; no GET stream, so GET is a 405 as the transport allows).
 pub const MCP_PATH: &str = "/mcp";
+/// Every path of the operator API starts with this (docs/PROTOCOL.md §17);
+/// the write Worker decides the rest (`core::operator::admin`).
+pub const ADMIN_PREFIX: &str = "/api/v1/admin/";
+/// The operator API's paths, for documentation checks.
+pub const ADMIN_PATHS: [&str; 3] = [
+    "/api/v1/admin/agents",
+    "/api/v1/admin/agents/{agent_id}",
+    "/api/v1/admin/stats",
+];
 
 /// `Allow` of the read-only documents.
 pub const ALLOW_READ: &str = "GET, HEAD, OPTIONS";
@@ -73,6 +82,9 @@ pub const ALLOW_KEY_LOG: &str = "GET, HEAD, POST, OPTIONS";
 pub const ALLOW_POST: &str = "POST, OPTIONS";
 /// `Allow` of an agent's watch (a WebSocket upgrade is a GET).
 pub const ALLOW_WATCH: &str = "GET, OPTIONS";
+/// `Allow` of the operator API's routes (no CORS: an operator's tools are
+/// not web pages of other origins).
+pub const ALLOW_ADMIN: &str = "GET, HEAD";
 /// The last path segment of an agent's watch: `/self/{agent_id}/watch`.
 pub const WATCH_FILE: &str = "watch";
 
@@ -176,6 +188,8 @@ pub enum Doc<'a> {
     /// `keys.json`: the agent's key log (docs/PROTOCOL.md §14); `POST`
     /// submits a key event.
     KeyLog,
+    /// `meta.json`: the agent's writes and refusals (docs/PROTOCOL.md §16).
+    Meta,
     /// `snapshot/{cursor}.json`, holding the cursor text as it appeared in
     /// the path (parse it with [`crate::core::jcs::normalize_cursor`]).
     Snapshot(&'a str),
@@ -183,13 +197,14 @@ pub enum Doc<'a> {
 
 impl<'a> Doc<'a> {
     /// The documents with a fixed file name, in the order the docs list them.
-    pub const FIXED: [Doc<'static>; 6] = [
+    pub const FIXED: [Doc<'static>; 7] = [
         Doc::Head,
         Doc::Capsule,
         Doc::History,
         Doc::Verify,
         Doc::Export,
         Doc::KeyLog,
+        Doc::Meta,
     ];
     /// The parts of `snapshot/{cursor}.json` around the cursor.
     pub const SNAPSHOT_PARTS: (&'static str, &'static str) = ("snapshot/", ".json");
@@ -203,6 +218,7 @@ impl<'a> Doc<'a> {
             Doc::Verify => "verify.json",
             Doc::Export => "export.json",
             Doc::KeyLog => "keys.json",
+            Doc::Meta => "meta.json",
             Doc::Snapshot(cursor) => {
                 let (pre, post) = Doc::SNAPSHOT_PARTS;
                 return Cow::Owned(format!("{pre}{}{post}", cursor_hex(cursor)));
@@ -259,6 +275,12 @@ pub enum Route<'a> {
     X402,
     /// `POST /mcp`.
     Mcp,
+    /// Under [`ADMIN_PREFIX`]: the operator API, `rest` the path after it
+    /// (any method: the write Worker answers, 404 when it is off).
+    Admin {
+        /// The path after the prefix.
+        rest: &'a str,
+    },
     /// `GET /api/v1/watch/{head,latest,digest}?agent_id=…`.
     Feed(FeedDoc),
     /// `GET /api/v1/watch/socket?agent_id=…`: a WebSocket of the projected
@@ -313,6 +335,12 @@ pub enum Action<'a> {
     X402,
     /// `POST` one MCP message.
     Mcp,
+    /// The operator API (every method and path under it, preflights too:
+    /// off, it must look like any unknown path).
+    Admin {
+        /// The path after [`ADMIN_PREFIX`].
+        rest: &'a str,
+    },
     /// Open a watch of an agent's projected head (the WebSocket upgrade
     /// and the query are checked by the handler).
     FeedSocket,
@@ -369,6 +397,9 @@ impl<'a> Route<'a> {
         if path == MCP_PATH {
             return Route::Mcp;
         }
+        if let Some(rest) = path.strip_prefix(ADMIN_PREFIX) {
+            return Route::Admin { rest };
+        }
         if let Some((doc, _)) = FEED_PATHS.iter().find(|(_, p)| *p == path) {
             return Route::Feed(*doc);
         }
@@ -398,6 +429,7 @@ impl<'a> Route<'a> {
                 Some(ALLOW_POST)
             }
             Route::Keys | Route::Feed(_) => Some(ALLOW_READ),
+            Route::Admin { .. } => Some(ALLOW_ADMIN),
             Route::Watch { .. } | Route::FeedSocket => Some(ALLOW_WATCH),
             Route::NotFound => None,
         }
@@ -406,6 +438,9 @@ impl<'a> Route<'a> {
     /// Decides what a `method` on this route does. Order: unknown path,
     /// preflight, method, then the agent id.
     pub fn dispatch(self, method: Method) -> Action<'a> {
+        if let Route::Admin { rest } = self {
+            return Action::Admin { rest };
+        }
         let Some(allow) = self.allow() else {
             return Action::NotFound;
         };
@@ -421,6 +456,7 @@ impl<'a> Route<'a> {
         let not_allowed = Action::MethodNotAllowed { allow };
         match self {
             Route::NotFound => Action::NotFound,
+            Route::Admin { rest } => Action::Admin { rest },
             Route::Bootstrap if method == Method::Post => Action::Bootstrap,
             Route::Quote if method == Method::Post => Action::Quote,
             Route::Claim if method == Method::Post => Action::Claim,
@@ -497,6 +533,9 @@ pub fn templates() -> Vec<(String, &'static str)> {
         out.push((p.to_owned(), ALLOW_READ));
     }
     out.push((FEED_SOCKET_PATH.to_owned(), ALLOW_WATCH));
+    for p in ADMIN_PATHS {
+        out.push((p.to_owned(), ALLOW_ADMIN));
+    }
     out
 }
 

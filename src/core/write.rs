@@ -20,6 +20,7 @@ use crate::core::json::{self, Json, JsonError};
 use crate::core::key_log::{KeyState, KeysSummary};
 use crate::core::limits::{Tier, TierLimits, TierTable, HEAD_TTL_SEC, MAX_BODY_BYTES};
 use crate::core::operator::refusals::Refusals;
+use crate::core::operator::stats::{Pending, Report};
 use crate::core::quota::{Cooldown, Window};
 use crate::core::reason::{self, ReasonCode as R};
 use crate::core::record::{Record, RecordWrites, WritesView};
@@ -79,6 +80,10 @@ pub struct AgentState {
     /// Refused writes that authenticated as the agent (meta.json).
     #[serde(default, skip_serializing_if = "is_default")]
     pub refusals: Refusals,
+    /// What the agent's object still has to tell its shard of the
+    /// deployment's totals (`core::operator::stats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Pending>,
     /// Until when (Unix ms) a location may still keep a projected head
     /// (§15) made from a capsule with a `watch` that a later write replaced
     /// ([`PROJECTION_KEPT_MS`] after that write); `None` when none was
@@ -750,9 +755,11 @@ impl AgentState {
         self.writes.record(now_ms);
         self.cooldown.reset();
         self.total_writes += 1;
-        if self.published.is_none() {
+        let first = self.published.is_none();
+        if first {
             self.first_write_ms = Some(now_ms);
         }
+        self.count(&c.agent_id, now_ms, |r| r.write(now_ms, first));
         self.published = Some(Published {
             seq: c.seq,
             cursor: c.cursor.clone(),
@@ -848,9 +855,10 @@ impl AgentState {
     /// Counts a rejection toward the cooldown when it should, and in the
     /// agent's refusals when its body authenticated as the agent; returns
     /// whether the state changed (so the caller knows to persist it).
-    pub fn note_rejection(&mut self, r: &Rejection, now_ms: u64) -> bool {
+    pub fn note_rejection(&mut self, agent: &AgentId, r: &Rejection, now_ms: u64) -> bool {
         if r.by_the_agent {
             self.refusals.note(&r.reason_codes, now_ms);
+            self.count(agent, now_ms, |rep| rep.refusal(&r.reason_codes, now_ms));
         }
         let cooled = match &r.counts_toward_cooldown {
             Some((seq, digest)) => self.cooldown.note_reject(*seq, digest, now_ms),
@@ -877,6 +885,26 @@ impl AgentState {
     /// flight.
     pub fn x402_due_at(&self) -> Option<u64> {
         self.x402_due.as_ref().map(|d| d.check_at_ms)
+    }
+
+    /// When anything but the mirror needs the object's one alarm next: an
+    /// x402 settlement, or counts to send to the agent's stats shard.
+    pub fn due_at(&self) -> Option<u64> {
+        let stats = self.stats.as_ref().and_then(|p| p.due_at_ms);
+        match (self.x402_due_at(), stats) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Counts something for the deployment's totals (sent by the alarm).
+    pub fn count(&mut self, agent: &AgentId, now_ms: u64, f: impl FnOnce(&mut Report)) {
+        self.stats
+            .get_or_insert_with(|| Pending {
+                agent_id: agent.to_string(),
+                ..Pending::default()
+            })
+            .note(now_ms, f);
     }
 
     /// The tier in force at `now_ms` (free unless a paid plan has time left).

@@ -54,6 +54,9 @@ pub const NONCE_DO_BINDING: &str = "NONCE_DO";
 /// long-polls of projected heads.
 #[cfg(feature = "worker")]
 pub const FEED_DO_BINDING: &str = "FEED_DO";
+/// The stats shards (`objects::stats`).
+#[cfg(feature = "worker")]
+pub const STATS_DO_BINDING: &str = "STATS_DO";
 /// Var naming the service's public origin (`https://host[:port]`), which
 /// bootstrap builds its absolute URLs on.
 #[cfg(feature = "worker")]
@@ -168,6 +171,44 @@ pub fn x402(env: &Env, up: &UpgradeConfig) -> Result<Option<X402Config>, Vec<Str
         },
         up.chain_id,
     )
+}
+
+/// Worker secret holding the operator API's bearer token.
+#[cfg(feature = "extras")]
+pub const ADMIN_TOKEN_SECRET: &str = "SELFCAP_ADMIN_TOKEN";
+/// Vars naming the Cloudflare Access application in front of the operator
+/// API (both, or neither).
+#[cfg(feature = "extras")]
+pub const ACCESS_VARS: [&str; 2] = ["SELFCAP_ACCESS_TEAM_DOMAIN", "SELFCAP_ACCESS_AUD"];
+
+/// What guards the operator API here (off without any credential). A
+/// credential that is set but unusable is logged by name, never by value,
+/// and leaves its way in off.
+#[cfg(feature = "extras")]
+pub fn admin(env: &Env) -> crate::core::operator::auth::AdminConfig {
+    use crate::core::operator::auth::{AdminConfig, ConfigProblem};
+    let read = |name: &str| {
+        env.secret(name)
+            .ok()
+            .map(|s| s.to_string())
+            .or_else(|| env.var(name).ok().map(|v| v.to_string()))
+    };
+    let [team, aud] = ACCESS_VARS.map(read);
+    let (cfg, problems) = AdminConfig::of(
+        read(ADMIN_TOKEN_SECRET).as_deref(),
+        team.as_deref(),
+        aud.as_deref(),
+    );
+    for p in problems {
+        let why = match p {
+            ConfigProblem::TokenTooShort => {
+                "SELFCAP_ADMIN_TOKEN is shorter than 32 characters: token access stays off"
+            }
+            ConfigProblem::Access(why) => why,
+        };
+        super::log::event("config_error", &[("area", "admin"), ("problem", why)]);
+    }
+    cfg
 }
 
 /// Worker secret holding the service's Ed25519 seed (64 hex characters).

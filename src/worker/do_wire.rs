@@ -18,12 +18,14 @@
 //! | [`TagAsk`]           | the agent object| the tag book of one price |
 //! | [`PaymentBind`]      | the agent object| the record of one payment |
 //! | [`NonceCheck`] (`nonce_wire`) | a signed read   | the nonce book of its reader |
+//! | [`StatsCall`] (`stats`) | an agent object's alarm, the operator API | a stats shard |
 //! | [`feed::FeedCall`]   | the feed handler, the world refresh, an agent object | a feed object |
 //!
 //! The objects are not reachable from outside the Worker, so they trust
 //! these headers (the agent and "now" in particular).
 
 pub mod feed;
+pub mod stats;
 
 use super::body;
 use super::clock;
@@ -40,6 +42,7 @@ use crate::core::history::Viewer;
 use crate::core::limits::Tier;
 use crate::core::upgrade::outcome::PaymentRecord;
 use serde::{Deserialize, Serialize};
+pub use stats::StatsCall;
 use worker::js_sys::Uint8Array;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, ResponseBuilder};
 

@@ -32,7 +32,6 @@ impl Kv {
 
     /// The texts stored at `keys`, in the given order, with one bulk get;
     /// each `None` where nothing is stored.
-    #[cfg(feature = "worker")]
     pub async fn texts_found(&self, keys: &[String]) -> worker::Result<Vec<Option<String>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
@@ -48,6 +47,35 @@ impl Kv {
             Ok(put) => put.execute().await.is_ok(),
             Err(_) => false,
         }
+    }
+
+    /// Puts `value` at `key` with `metadata` (JSON text, stored as the
+    /// key's metadata object); `false` if KV refused or it is not JSON.
+    #[cfg(feature = "write")]
+    pub async fn put_with_metadata(&self, key: &str, value: &str, metadata: &str) -> bool {
+        let Ok(meta) = serde_json::from_str::<serde_json::Value>(metadata) else {
+            return false;
+        };
+        match self.0.put(key, value).and_then(|p| p.metadata(meta)) {
+            Ok(put) => put.execute().await.is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// One page of the keys under `prefix` with their metadata, from
+    /// `cursor` (KV's own pagination token), at most `limit` keys.
+    #[cfg(feature = "extras")]
+    pub async fn list(
+        &self,
+        prefix: &str,
+        cursor: Option<String>,
+        limit: u64,
+    ) -> worker::Result<worker::kv::ListResponse> {
+        let mut list = self.0.list().prefix(prefix.to_owned()).limit(limit);
+        if let Some(c) = cursor {
+            list = list.cursor(c);
+        }
+        Ok(list.execute().await?)
     }
 
     /// Puts `value` at `key`, to expire after `ttl_sec`; `false` if KV refused.

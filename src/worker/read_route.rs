@@ -11,7 +11,7 @@ use super::cold;
 use super::config::Config;
 use super::failure::Failure;
 use super::handlers::reads::ReadAs;
-use super::handlers::{history, key_log, reads, signer};
+use super::handlers::{history, key_log, meta, reads, signer};
 use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
 use crate::core::crypto::AgentId;
@@ -56,6 +56,16 @@ pub async fn read(
     Ok(match doc {
         Doc::Head | Doc::Capsule => {
             reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await?
+        }
+        Doc::Meta => {
+            let read_as = ReadAs {
+                reader: reader.as_ref(),
+                scope: access::scope_of(&doc),
+                now_ms,
+            };
+            cold::path(meta::get(env, cfg, agent, read, &read_as))
+                .await?
+                .into()
         }
         Doc::KeyLog => {
             let read_as = ReadAs {

@@ -3,9 +3,9 @@
 
 use super::config::Config;
 use super::failure::Failure;
-use super::handlers::{bootstrap, key_log, keys, watch, write};
 #[cfg(feature = "extras")]
-use super::handlers::{feed, mcp, upgrade, x402};
+use super::handlers::{admin, feed, mcp, upgrade, x402};
+use super::handlers::{bootstrap, key_log, keys, watch, write};
 use super::http::{CachedRead, Reply};
 use super::read_route;
 use crate::core::reason::ReasonCode;
@@ -60,6 +60,8 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         #[cfg(feature = "extras")]
         Action::Mcp => mcp::handle(req, env, cfg).await?.into(),
         #[cfg(feature = "extras")]
+        Action::Admin { rest } => admin::handle(req, env, cfg, rest).await?.into(),
+        #[cfg(feature = "extras")]
         Action::Feed { doc, head_only } => {
             feed::handle(req, env, cfg, doc, CachedRead::of(req, head_only)).await?
         }
@@ -73,7 +75,8 @@ pub async fn route(req: &Incoming, env: &Env, cfg: &Config) -> Result<Reply, Fai
         | Action::X402
         | Action::Mcp
         | Action::Feed { .. }
-        | Action::FeedSocket => return Err(Failure::code(ReasonCode::NotFound)),
+        | Action::FeedSocket
+        | Action::Admin { .. } => return Err(Failure::code(ReasonCode::NotFound)),
         Action::Keys { head_only } => keys::handle(env, CachedRead::of(req, head_only))?.into(),
         Action::Write { agent } => write::handle(req, env, cfg, &agent).await?.into(),
         Action::KeyEvent { agent } => key_log::post(req, env, cfg, &agent).await?.into(),

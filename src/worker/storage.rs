@@ -66,6 +66,9 @@ pub enum Alarm {
     Keep,
     /// Arms it to fire after this long.
     In(Duration),
+    /// Arms it to fire after this long at the latest: an alarm already
+    /// armed to fire sooner stays.
+    By(Duration),
     /// Disarms it.
     Delete,
 }
@@ -86,6 +89,11 @@ pub struct Batch<'a> {
 /// of it lands or none does. An alarm armed this way is armed exactly when
 /// the writes it must retry are stored.
 pub async fn commit_atomic(storage: &Storage, batch: &Batch<'_>) -> worker::Result<()> {
+    // Read before any write is issued, so the writes still coalesce.
+    let armed = match batch.alarm {
+        Alarm::By(_) => storage.get_alarm().await?,
+        _ => None,
+    };
     let raw = storage.as_raw();
     let mut pending: Vec<Promise> = Vec::with_capacity(3);
     if !batch.puts.is_empty() {
@@ -110,12 +118,31 @@ pub async fn commit_atomic(storage: &Storage, batch: &Batch<'_>) -> worker::Resu
             let at = Date::now() + after.as_millis() as f64;
             pending.push(raw.set_alarm(Date::new(&at.into()), Object::new())?);
         }
+        Alarm::By(within) => {
+            let at = Date::now() + within.as_millis() as f64;
+            if armed.is_none_or(|armed| armed as f64 > at) {
+                pending.push(raw.set_alarm(Date::new(&at.into()), Object::new())?);
+            }
+        }
         Alarm::Delete => pending.push(raw.delete_alarm(Object::new())?),
     }
     // One await for all of them.
     let all: Array = pending.into_iter().collect();
     JsFuture::from(Promise::all(&all)).await?;
     Ok(())
+}
+
+/// Arms the alarm to fire within `within`, unless it already fires sooner.
+pub async fn arm_by(storage: &Storage, within: Duration) -> worker::Result<()> {
+    commit_atomic(
+        storage,
+        &Batch {
+            puts: &[],
+            deletes: &[],
+            alarm: Alarm::By(within),
+        },
+    )
+    .await
 }
 
 /// Every `(key, text)` under `prefix`, in key order (one storage list).

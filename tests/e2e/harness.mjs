@@ -83,6 +83,7 @@ export const DURABLE_OBJECTS = {
   PAYMENT_DO: { className: "PaymentDO", useSQLite: true },
   NONCE_DO: { className: "NonceDO", useSQLite: true },
   FEED_DO: { className: "FeedDO", useSQLite: true },
+  STATS_DO: { className: "StatsDO", useSQLite: true },
 };
 
 /** The same objects bound across, from a Worker that does not define them. */
@@ -95,7 +96,8 @@ function across(objects) {
 /**
  * Miniflare's options for the service: the entry Worker first (it gets
  * every request), the write and extras Workers behind it. `vars` reach every
- * Worker; `secrets` the write Worker only (the others hold none).
+ * Worker; `secrets` the write Worker only, `extrasSecrets` the extras Worker
+ * only (the entry holds none).
  * `withoutDurableObjects`: no Durable Object bound in any.
  * `writeWorkerCache: false`: the Cache API of the Workers behind the entry
  * does nothing (as if Cloudflare gave a Worker called through a binding no
@@ -104,6 +106,7 @@ function across(objects) {
 export function serviceOptions({
   vars = {},
   secrets = {},
+  extrasSecrets = {},
   withoutDurableObjects = false,
   assets = true,
   writeWorkerCache = true,
@@ -139,7 +142,7 @@ export function serviceOptions({
       kvNamespaces: ["SELF"],
       durableObjects: withoutDurableObjects ? {} : across(DURABLE_OBJECTS),
       ...(writeWorkerCache ? {} : { cache: false }),
-      bindings: { ...vars },
+      bindings: { ...vars, ...extrasSecrets },
     },
   ];
 }
@@ -152,11 +155,14 @@ export function serviceOptions({
  * `serviceKey`: the SERVICE_SIGNING_KEY secret (32-byte seed, hex) of the
  * write Worker; a fresh random one per instance by default, `null` for none.
  * `writeWorkerCache`: see `serviceOptions`.
+ * `secrets`: more secrets, of the write and extras Workers (e.g.
+ * SELFCAP_ADMIN_TOKEN, which the extras Worker's operator API reads); the
+ * service signing key is the write Worker's alone.
  *
  * `mf.getWorker()` without a name is the extras Worker: the one with the
  * cron trigger, whose `scheduled()` the tests call.
  */
-export async function startWorker({ vars = {}, withoutDurableObjects = false, serviceKey, writeWorkerCache = true } = {}) {
+export async function startWorker({ vars = {}, secrets = {}, withoutDurableObjects = false, serviceKey, writeWorkerCache = true } = {}) {
   const key = serviceKey === undefined ? crypto.randomBytes(32).toString("hex") : serviceKey;
   // Worker console output is captured (tests assert on the structured log
   // lines) and echoed only with SELFCAP_E2E_VERBOSE=1.
@@ -176,7 +182,8 @@ export async function startWorker({ vars = {}, withoutDurableObjects = false, se
     durableObjectsPersist: false,
     workers: serviceOptions({
       vars: { SELFCAP_TEST_CLOCK: "1", ...vars },
-      secrets: key === null ? {} : { SERVICE_SIGNING_KEY: key },
+      secrets: { ...(key === null ? {} : { SERVICE_SIGNING_KEY: key }), ...secrets },
+      extrasSecrets: secrets,
       withoutDurableObjects,
       writeWorkerCache,
     }),

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import http from "node:http";
 import net from "node:net";
+import { ADMIN_SECRETS } from "./admin-helpers.mjs";
 import { startWorker } from "./harness.mjs";
 import { jcs, exampleCapsule, headPath, publish } from "./helpers.mjs";
 import {
@@ -239,7 +240,8 @@ export function upgradeVars(chain, extra = {}) {
 
 /** A Worker configured for `chain`. */
 export function startUpgradeWorker(chain, extra = {}) {
-  return startWorker({ vars: upgradeVars(chain, extra) });
+  // With the operator API on: the tests read the totals the credits make.
+  return startWorker({ vars: upgradeVars(chain, extra), secrets: ADMIN_SECRETS });
 }
 
 /**

@@ -10,6 +10,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
+import { stats, statsUntil } from "./admin-helpers.mjs";
 import {
   newAgent,
   exampleCapsule,
@@ -280,6 +281,7 @@ describe("on a local Base chain", () => {
   let firstTx;
   let lastBig;
   let paidUntil; // after the renewal
+  let renewal; // the renewal's quote
 
   test("happy path: quote pro, pay, payment_pending until confirmed, credited; pro limits apply at once", async () => {
     await publishFirst(w, P);
@@ -376,6 +378,7 @@ describe("on a local Base chain", () => {
 
     // Renewal: 30 more days after the current paid_until.
     const q2 = await quoteOk(w, P, "pro");
+    renewal = q2;
     assert.notEqual(q2.amount_atomic, firstQuote.amount_atomic);
     const tx2 = await pay(chain, q2);
     await confirm(chain);
@@ -389,6 +392,27 @@ describe("on a local Base chain", () => {
     assert.equal(h.paid_until, r2.json.paid_until);
     // The first claim still answers its own (historical) body.
     assert.equal((await claim(w, firstClaim.body)).text, firstClaim.text);
+  });
+
+  test("the operator's totals: both credits counted once (transfer, pro, the two amounts), the replays and the refused payment not at all; the agent on pro", async () => {
+    assert.ok(renewal, "needs the renewal");
+    const amount = BigInt(firstQuote.amount_atomic) + BigInt(renewal.amount_atomic);
+    const s = await statsUntil(w, (t) => t.credits.ever.transfer.plans.pro >= 2);
+    assert.equal(s.shards.answered, 16);
+    assert.deepEqual(s.credits.ever.transfer.plans, { pro: 2, plus: 0 });
+    assert.equal(s.credits.ever.transfer.usdc_atomic, String(amount));
+    assert.deepEqual(s.credits.ever.x402.plans, { pro: 0, plus: 0 });
+    assert.equal(s.credits.ever.x402.usdc_atomic, "0");
+    assert.equal(s.credits.last_24h.transfer.usdc_atomic, String(amount));
+    assert.equal(s.agents.by_tier.pro, 1);
+    // A replay answers 200 again and counts nothing, once the alarms had
+    // time to send.
+    const again = await claim(w, firstClaim.body);
+    assert.equal(again.status, 200, again.text);
+    await new Promise((r) => setTimeout(r, 2_500));
+    const later = await stats(w);
+    assert.deepEqual(later.credits.ever.transfer.plans, { pro: 2, plus: 0 });
+    assert.equal(later.credits.ever.transfer.usdc_atomic, String(amount));
   });
 
   // -------------------------------------------------------------------------

@@ -33,6 +33,7 @@
 import assert from "node:assert/strict";
 import { after, afterEach, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ADMIN_SECRETS, stats, statsSettled, statsUntil } from "./admin-helpers.mjs";
 import { BASE, startWorker } from "./harness.mjs";
 import { exampleCapsule, headPath, newAgent, publish, signedReadHeaders } from "./helpers.mjs";
 import {
@@ -103,6 +104,8 @@ before(async () => {
       X402_SETTLE_TIMEOUT_MS: String(SETTLE_TIMEOUT_MS),
       X402_MIN_CONFIRMATIONS: "1",
     }),
+    // The operator API on: the totals a purchase makes are checked.
+    secrets: ADMIN_SECRETS,
   });
 });
 after(async () => {
@@ -445,6 +448,30 @@ test("@x402/fetch (v2) buys Pro: PAYMENT-RESPONSE, the claim body, head.json pro
   assert.equal(settlesFor(r.payment).length, 1);
 });
 
+test("the operator's totals: an x402 purchase counted once (x402, pro, the invoice amount), its replay not at all", async () => {
+  const before = await statsSettled(w);
+  const a = await freshAgent();
+  const payer = await fundedPayer(stack);
+  const inv = await openInvoice(a, "pro");
+  const url = urlFor(w, a.agentId, "pro");
+  const r = await pay(payWithX402Fetch, url, a, { privateKey: payer.key });
+  assert.equal(r.status, 200, r.body);
+  const x = (t) => t.credits.ever.x402;
+  const after = await statsUntil(w, (t) => x(t).plans.pro > x(before).plans.pro);
+  assert.equal(x(after).plans.pro, x(before).plans.pro + 1);
+  assert.equal(x(after).plans.plus, x(before).plans.plus);
+  assert.equal(BigInt(x(after).usdc_atomic) - BigInt(x(before).usdc_atomic), BigInt(inv.amount));
+  assert.deepEqual(after.credits.ever.transfer, before.credits.ever.transfer, "no transfer claim was made");
+  assert.equal(after.agents.by_tier.pro, before.agents.by_tier.pro + 1);
+  assert.equal(after.shards.answered, 16);
+  // The same header again: the stored answer, nothing counted.
+  const again = await resend(url, r.payment, a);
+  assert.equal(again.status, 200, again.body);
+  await new Promise((res) => setTimeout(res, 2_500));
+  const later = await stats(w);
+  assert.deepEqual(x(later), x(after));
+});
+
 test("x402-fetch 1.2.0 (legacy v1) buys Plus: X-PAYMENT, X-PAYMENT-RESPONSE on base, head.json plus, one transfer; its replay credits nothing more", async () => {
   const a = await freshAgent();
   const payer = await fundedPayer(stack);
@@ -621,6 +648,8 @@ test("a second authorization sent while the first is being settled: 409, never s
 // The facilitator misbehaves; the chain decides.
 
 test("hang_after_broadcast: 503 x402_settlement_pending with Retry-After; a 2nd authorization meanwhile is 409 x402_settlement_in_progress; once mined the agent's object credits it alone; the same header then answers 200; one transfer", async () => {
+  const settling = (t) => t.settlements.pending;
+  const p0 = settling(await statsSettled(w));
   const a = await freshAgent();
   const payer = await fundedPayer(stack);
   const inv = await openInvoice(a, "pro");
@@ -651,6 +680,10 @@ test("hang_after_broadcast: 503 x402_settlement_pending with Retry-After; a 2nd 
   assertRefusal(r, 503, "x402_settlement_pending");
   assertRetryAfter(r);
   assert.ok(took < SETTLE_TIMEOUT_MS + 10_000, `the Worker waited ${took} ms for a hanging facilitator`);
+  // The operator sees it in flight, and how old it is.
+  const inFlight = await statsUntil(w, (t) => settling(t) > p0);
+  assert.equal(settling(inFlight), p0 + 1);
+  assert.ok(inFlight.settlements.oldest_age_sec >= 0 && inFlight.settlements.oldest_started_at, JSON.stringify(inFlight.settlements));
   await mine(stack.rpcUrl, 1);
   assert.equal(await nonceUsed(r.payment), true, "mined: the money left");
   const calls = settlesFor(r.payment);
@@ -663,6 +696,8 @@ test("hang_after_broadcast: 503 x402_settlement_pending with Retry-After; a 2nd 
   await assertCredited(again, { agent: a, plan: "pro", payer, inv, payment: r.payment });
   assertRefusal(await resend(url, other, a), 409, "invoice_already_paid");
   assert.equal(await nonceUsed(other), false);
+  // Credited: no longer in flight.
+  assert.equal(settling(await statsUntil(w, (t) => settling(t) === p0)), p0);
 });
 
 test("fail_before_broadcast (the library's failure answer, nothing sent): 402 x402_settlement_failed offering a new invoice; nothing moved; free", async () => {

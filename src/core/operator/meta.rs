@@ -12,14 +12,21 @@
 //! enough to ride as the KV key's metadata, so listing agents reads no value.
 
 use super::refusals::{self, Refusals};
+#[cfg(feature = "core-full")]
 use crate::core::key_log::KeysSummary;
 use crate::core::limits::{Tier, TierTable};
 use crate::core::quota::Window;
-use crate::core::time::rfc3339;
-use crate::core::upgrade::invoice::Entitlement;
+use crate::core::record::Record;
+use crate::core::time::{parse_timestamp, rfc3339};
+use crate::core::upgrade::entitlement::Entitlement;
+#[cfg(feature = "core-full")]
 use crate::core::write::AgentState;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// How long after a refusal meta.json shows it at the latest (the agent's
+/// object mirrors refusals from its alarm, at most once per this long).
+pub const MIRROR_REFUSALS_WITHIN_MS: u64 = 60_000;
 
 /// What the agent's object mirrors for meta.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +81,7 @@ pub struct KeysMeta {
 }
 
 impl KeysMeta {
+    #[cfg(feature = "core-full")]
     fn of(k: &KeysSummary) -> KeysMeta {
         KeysMeta {
             length: k.length,
@@ -84,6 +92,7 @@ impl KeysMeta {
 
 impl MetaRecord {
     /// The record of `state` at `now_ms`.
+    #[cfg(feature = "core-full")]
     pub fn of(agent_id: &str, state: &AgentState, now_ms: u64) -> MetaRecord {
         MetaRecord {
             agent_id: agent_id.to_owned(),
@@ -99,6 +108,48 @@ impl MetaRecord {
             }),
             keys: state.keys.as_ref().map(KeysMeta::of),
             as_of_ms: now_ms,
+        }
+    }
+
+    /// Adds the put of `state`'s record at `now_ms`, with its list entry
+    /// as the key's metadata, to `mirror`: what every commit that changes
+    /// the figures (a write, a refusal, a credit, a key event) mirrors.
+    #[cfg(feature = "core-full")]
+    pub fn mirror(
+        mirror: &mut crate::core::mirror::Mirror,
+        agent: &crate::core::crypto::AgentId,
+        state: &AgentState,
+        now_ms: u64,
+    ) {
+        let record = MetaRecord::of(agent.as_str(), state, now_ms);
+        // Both are plain structs of numbers and strings: serialising them
+        // cannot fail.
+        let text = serde_json::to_string(&record).unwrap_or_default();
+        let meta = serde_json::to_string(&record.summary()).unwrap_or_default();
+        mirror.push_meta(agent, &text, &meta);
+    }
+
+    /// What head.json's record alone says, for an agent whose object has
+    /// not mirrored a meta record yet (it has not written since this
+    /// service began keeping one): the last write, the window, the paid
+    /// time and the key log; refusals and history unknown, so absent; the
+    /// writes' total is those in the window (a lower bound).
+    pub fn from_record(record: &Record) -> MetaRecord {
+        let updated_ms = parse_timestamp(&record.updated_at).and_then(|ms| u64::try_from(ms).ok());
+        MetaRecord {
+            agent_id: record.agent_id.clone(),
+            first_write_ms: None,
+            last_write_ms: updated_ms,
+            total_writes: record.writes.window.times_ms.len() as u64,
+            window: record.writes.window.clone(),
+            refusals: Refusals::default(),
+            paid: record.paid.clone(),
+            history: None,
+            keys: record.keys.as_ref().map(|k| KeysMeta {
+                length: k.length,
+                disputed: k.disputed as u64,
+            }),
+            as_of_ms: updated_ms.unwrap_or(0),
         }
     }
 

@@ -5,7 +5,9 @@
 //!   hour, counted by its own object (only bodies that authenticated as the
 //!   agent count: nobody can inflate another agent's counts).
 //! - [`meta`]: what the agent's object mirrors for meta.json and for the
-//!   operator's list of agents, and the meta.json body as of a read.
+//!   operator's list of agents, and the meta.json body as of a read (the
+//!   only part the entry Worker's read path compiles, with [`refusals`]).
+//! - [`admin`]: the operator API's routes, its gate and the list's query.
 //! - [`auth`]: who may use the operator API (a bearer token from a Worker
 //!   secret, or Cloudflare Access), decided in constant time.
 //! - [`stats`]: the deployment's totals, kept in sharded counters that the
@@ -13,9 +15,13 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "core-full")]
+pub mod admin;
+#[cfg(feature = "core-full")]
 pub mod auth;
 pub mod meta;
 pub mod refusals;
+#[cfg(feature = "core-full")]
 pub mod stats;
 
 /// One hour, in ms: the granularity of every rolling count here.

@@ -175,6 +175,66 @@ impl Report {
     }
 }
 
+/// What an agent's object still has to tell its shard: counts since the
+/// last batch, and the batch in flight (resent as it is until the shard
+/// acknowledges it, so a lost answer never counts anything twice).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The agent (its object does not reliably know its own name, and the
+    /// alarm that sends needs it).
+    pub agent_id: String,
+    /// Counted since the batch in flight was cut.
+    #[serde(default)]
+    pub report: Report,
+    /// The batch sent and not yet acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending: Option<Report>,
+    /// The next batch's number.
+    #[serde(default)]
+    pub next_batch: u64,
+    /// When the object's alarm should send (Unix ms); `None`: nothing to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at_ms: Option<u64>,
+}
+
+impl Pending {
+    /// Counts something into the report at `now_ms`, and asks to be sent
+    /// within [`FLUSH_EVERY_MS`] (an earlier request stands).
+    pub fn note(&mut self, now_ms: u64, f: impl FnOnce(&mut Report)) {
+        f(&mut self.report);
+        if self.due_at_ms.is_none() {
+            self.due_at_ms = Some(now_ms + FLUSH_EVERY_MS);
+        }
+    }
+
+    /// The batch to send now: the one in flight, else the report cut into
+    /// a new batch; `None` when there is nothing to say.
+    pub fn batch(&mut self) -> Option<Report> {
+        if self.sending.is_none() && !self.report.is_empty() {
+            let mut r = std::mem::take(&mut self.report);
+            r.batch = self.next_batch;
+            self.next_batch += 1;
+            self.sending = Some(r);
+        }
+        self.sending.clone()
+    }
+
+    /// The shard acknowledged batch `batch`: it is done; the alarm is
+    /// needed again only if more was counted meanwhile.
+    pub fn acknowledged(&mut self, batch: u64, now_ms: u64) {
+        if self.sending.as_ref().is_some_and(|r| r.batch == batch) {
+            self.sending = None;
+        }
+        self.due_at_ms =
+            (self.sending.is_some() || !self.report.is_empty()).then_some(now_ms + FLUSH_EVERY_MS);
+    }
+
+    /// The shard could not be reached: try again in a while.
+    pub fn failed(&mut self, now_ms: u64) {
+        self.due_at_ms = Some(now_ms + FLUSH_EVERY_MS);
+    }
+}
+
 /// A difference map over hours: the count at a moment is the sum of the
 /// entries up to its hour. Entries in the past are folded into `base`, so
 /// the map only holds what is still to come.
@@ -542,5 +602,45 @@ mod tests {
         assert_eq!((a.agents, a.day.writes, a.shards), (2, 2, 3));
         assert_eq!(shard_of("f0"), 15);
         assert_eq!(shard_of("0a"), 0);
+    }
+
+    #[test]
+    fn a_batch_is_cut_once_resent_until_acknowledged_and_counts_after_it_wait() {
+        let mut p = Pending {
+            agent_id: "ab".repeat(32),
+            ..Pending::default()
+        };
+        assert_eq!(p.batch(), None, "nothing to say");
+        p.note(T0, |r| r.write(T0, true));
+        assert_eq!(p.due_at_ms, Some(T0 + FLUSH_EVERY_MS));
+        // A later count does not postpone the send.
+        p.note(T0 + 10, |r| r.write(T0 + 10, false));
+        assert_eq!(p.due_at_ms, Some(T0 + FLUSH_EVERY_MS));
+        let first = p.batch().unwrap();
+        assert_eq!(first.batch, 0);
+        assert_eq!(first.hours.values().map(|h| h.writes).sum::<u64>(), 2);
+        // Counted while it is in flight: kept for the next batch; the
+        // batch in flight is resent as it is.
+        p.note(T0 + 20, |r| {
+            r.refusal(&[ReasonCode::UnsafeContent], T0 + 20)
+        });
+        assert_eq!(p.batch(), Some(first.clone()));
+        p.failed(T0 + 30);
+        assert_eq!(p.batch(), Some(first.clone()));
+        // An acknowledgement of another batch changes nothing.
+        p.acknowledged(7, T0 + 40);
+        assert_eq!(p.batch(), Some(first));
+        p.acknowledged(0, T0 + 50);
+        assert_eq!(
+            p.due_at_ms,
+            Some(T0 + 50 + FLUSH_EVERY_MS),
+            "the refusal waits"
+        );
+        let second = p.batch().unwrap();
+        assert_eq!(second.batch, 1);
+        assert_eq!(second.hours.values().map(|h| h.writes).sum::<u64>(), 0);
+        p.acknowledged(1, T0 + 60);
+        assert_eq!(p.due_at_ms, None);
+        assert_eq!(p.batch(), None);
     }
 }

@@ -264,7 +264,7 @@ fn dispatch_decides_preflight_then_method_then_agent_id() {
 #[test]
 fn templates_list_every_route_once() {
     let t = templates();
-    assert_eq!(t.len(), 2 * 8 + 6 + 3 + 1);
+    assert_eq!(t.len(), 2 * 9 + 6 + 3 + 1 + 3);
     let mut paths: Vec<&str> = t.iter().map(|(p, _)| p.as_str()).collect();
     paths.sort();
     paths.dedup();

@@ -39,7 +39,7 @@ fn put(
     ) {
         Ok(c) => Ok(state.commit(c, now, &tiers).1),
         Err(r) => {
-            state.note_rejection(&r, now);
+            state.note_rejection(&k.agent_id(), &r, now);
             Err(r)
         }
     }
@@ -467,7 +467,7 @@ fn garbage_from_others_never_locks_an_agent_out() {
             &Terms::genesis(Signature::Verify),
         )
         .unwrap_err();
-        s.note_rejection(&r, T0);
+        s.note_rejection(&k.agent_id(), &r, T0);
         let r = check(
             &s,
             &replayed,
@@ -477,7 +477,7 @@ fn garbage_from_others_never_locks_an_agent_out() {
             &Terms::genesis(Signature::Verify),
         )
         .unwrap_err();
-        s.note_rejection(&r, T0);
+        s.note_rejection(&k.agent_id(), &r, T0);
     }
     assert_eq!(s.cooldown.consecutive_rejects, 1);
     assert!(put(&mut s, &k, 3, &cap, T0).is_ok());
@@ -585,7 +585,7 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
         )
         .unwrap_err();
         assert_eq!(codes(&r), ["replay_seq"]);
-        s.note_rejection(&r, T0 + HOUR + 1);
+        s.note_rejection(&k.agent_id(), &r, T0 + HOUR + 1);
     }
     // Replays of the agent's own rejected envelopes do not count again either.
     for seq in 6..11 {
@@ -600,7 +600,7 @@ fn replays_during_a_cooldown_get_replay_seq_and_never_extend_it() {
         )
         .unwrap_err();
         assert_eq!(codes(&r), ["cooldown_active"]);
-        s.note_rejection(&r, T0 + HOUR + 2);
+        s.note_rejection(&k.agent_id(), &r, T0 + HOUR + 2);
     }
     assert_eq!(s.cooldown.until_ms, Some(until));
 }

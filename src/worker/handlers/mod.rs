@@ -16,8 +16,10 @@
 //! | history, snapshot, verify, export           | [`history`]   |
 //! | the service keyring                         | [`keys`]      |
 //! | an agent's key log: read, POST an event     | [`key_log`]   |
+//! | meta.json: an agent's writes and refusals   | [`meta`]      |
 //! | an agent's projected watch feed             | [`feed`]      |
 //! | stateless bootstrap                         | [`bootstrap`] |
+//! | the operator API: gate, agents, one agent   | [`admin`]     |
 //! | an x402 purchase (402, settle, credit)      | [`x402`]      |
 //! | PUT: body cap, pre-check, to the agent's DO | [`write`]     |
 //! | upgrade quote and claim, to the agent's DO  | [`upgrade`]   |
@@ -29,6 +31,7 @@
 // Workers behind the entry).
 pub mod history;
 pub mod key_log;
+pub mod meta;
 pub mod reads;
 pub mod signer;
 
@@ -43,6 +46,8 @@ pub mod watch;
 pub mod write;
 
 // The extras Worker only: the routes off the capsule's write path.
+#[cfg(feature = "extras")]
+pub mod admin;
 #[cfg(feature = "extras")]
 pub mod feed;
 #[cfg(feature = "extras")]

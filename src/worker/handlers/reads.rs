@@ -43,7 +43,7 @@ use worker::Env;
 /// the cursor (304s) and whether the capsule is private (§12). Serde skips
 /// everything else without building it.
 #[derive(Deserialize)]
-struct Peek {
+pub(super) struct Peek {
     cursor: String,
     #[serde(default)]
     capsule: CapsulePeek,
@@ -93,7 +93,7 @@ pub enum Stored<T> {
 /// public capsule (nothing parsed beyond the peek), `Ok(_, Some(record))`
 /// for a private one this reader may read, and for one it may not the very
 /// miss of an agent that never published (§12: existence is not revealed).
-fn admit(
+pub(super) fn admit(
     raw: &str,
     agent: &AgentId,
     read_as: &ReadAs<'_>,

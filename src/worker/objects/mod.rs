@@ -8,4 +8,5 @@ pub mod ip_quota;
 pub mod nonces;
 pub mod payment;
 mod sockets;
+pub mod stats;
 pub mod tags;

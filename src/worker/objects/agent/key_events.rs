@@ -9,6 +9,7 @@ use crate::core::history::HistoryIndex;
 use crate::core::key_log::submit::{self, Context, Decided};
 use crate::core::key_log::{KeyLog, KeysSummary, SealedKeyRecord};
 use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::operator::meta::MetaRecord;
 use crate::core::record::kv_key;
 use crate::core::write::{AcceptedBody, AgentState, Rejection};
 use crate::worker::config::{self, Config, SERVICE_KEY_SECRET};
@@ -181,6 +182,13 @@ impl AgentDO {
                 mirror.push_key_event(agent, &log_text, record.as_deref(), index_text.as_deref());
             }
         }
+        // The log's length and disputed keys are meta.json's too, and the
+        // disputed keys the deployment's totals.
+        if let Some(k) = state.keys.as_ref() {
+            let disputed = k.disputed as u64;
+            state.count(agent, call.now_ms, |r| r.disputed(disputed));
+        }
+        MetaRecord::mirror(&mut mirror, agent, &state, call.now_ms);
         puts.push((KEY_LOG_KEY.to_owned(), log_text));
         puts.push((STATE_KEY.to_owned(), serde_json::to_string(&state)?));
         puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?));
@@ -207,7 +215,7 @@ impl AgentDO {
         // Committed, with the retry alarm armed: nothing from here may turn
         // it into an error (a retry is answered "already" anyway).
         if let Err(e) = self
-            .mirror_then_publish(Some(mirror), call.now_ms, state.x402_due_at())
+            .mirror_then_publish(Some(mirror), call.now_ms, self.due_at(&state))
             .await
         {
             log::event(

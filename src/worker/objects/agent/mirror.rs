@@ -18,7 +18,11 @@ async fn land(kv: &Kv, op: &MirrorOp, pass: Pass) -> bool {
         Some(value) => {
             let already = pass == Pass::Retry
                 && matches!(kv.text(&op.key).await, Ok(Some(ref v)) if v == value);
-            already || kv.put(&op.key, value).await
+            already
+                || match &op.metadata {
+                    Some(meta) => kv.put_with_metadata(&op.key, value, meta).await,
+                    None => kv.put(&op.key, value).await,
+                }
         }
         None => kv.delete(&op.key).await,
     }
@@ -159,5 +163,6 @@ fn keep_alarm(alarm: Alarm, keep_at: Option<u64>) -> Alarm {
     match alarm {
         Alarm::Delete | Alarm::Keep => Alarm::In(until),
         Alarm::In(d) => Alarm::In(d.min(until)),
+        Alarm::By(d) => Alarm::By(d.min(until)),
     }
 }

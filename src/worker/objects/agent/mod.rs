@@ -30,11 +30,13 @@
 //! | the USDC upgrade: quotes and claims | [`upgrade`] |
 //! | the x402 purchase: offers, settlements, the alarm that finishes them | [`x402`] |
 //! | the export bundle, per reader | [`export`] |
+//! | counts for the deployment's totals, sent to the agent's stats shard | [`stats`] |
 
 mod export;
 mod key_events;
 mod mirror;
 mod push;
+mod stats;
 mod upgrade;
 mod writes;
 mod x402;
@@ -49,6 +51,7 @@ use crate::worker::failure::settle;
 use crate::worker::http::Audience;
 use crate::worker::lock::Lock;
 use crate::worker::log;
+use crate::worker::storage::arm_by;
 use std::cell::{Cell, RefCell};
 // The `#[durable_object]` expansion names `wasm_bindgen` unqualified.
 use worker::wasm_bindgen;
@@ -150,6 +153,23 @@ impl DurableObject for AgentDO {
                 Some(now + X402_ALARM_RETRY_MS)
             }
         };
+        let stats = match self.stats_alarm(now).await {
+            Ok(at) => at,
+            Err(e) => {
+                log::event("stats_alarm_error", &[("error", &format!("{e:?}"))]);
+                Some(now + crate::core::operator::stats::FLUSH_EVERY_MS)
+            }
+        };
+        let next = match (next, stats) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(at) = stats {
+            // The mirror below leaves the alarm alone when nothing is
+            // pending: arm it here (no later than it already is).
+            let within = std::time::Duration::from_millis(at.saturating_sub(now).max(1));
+            arm_by(&self.state.storage(), within).await?;
+        }
         self.mirror_then_publish(None, now, next).await?;
         Response::empty()
     }

@@ -6,8 +6,11 @@ use super::{AgentDO, INVOICES_KEY, MIRROR_KEY, STATE_KEY};
 use crate::core::crypto::AgentId;
 use crate::core::crypto::PublicKey;
 use crate::core::mirror::{Mirror, RETRY_BASE_MS};
+use crate::core::operator::meta::MetaRecord;
+use crate::core::operator::stats::Method;
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::time::secs_until;
+use crate::core::upgrade::amount::Usdc;
 use crate::core::upgrade::claim::{signer_stands, Claim};
 use crate::core::upgrade::invoice::{InvoiceBook, INVOICE_TTL_MS};
 use crate::core::upgrade::outcome::{
@@ -150,6 +153,8 @@ impl AgentDO {
             ));
         }
         let inv = book.find_mut(&claim.invoice_id).ok_or("checked")?;
+        let (plan, amount) = (inv.plan, Usdc(inv.amount_atomic));
+        let before = state.paid.clone();
         let body = credit(
             &mut state.paid,
             inv,
@@ -158,6 +163,11 @@ impl AgentDO {
             &confirmed,
             now,
         );
+        let after = state.paid.clone();
+        state.count(&agent, now, |r| {
+            r.paid(&before, &after);
+            r.credit(Method::Transfer, plan, amount, now);
+        });
         let mut puts = vec![
             (STATE_KEY.to_owned(), serde_json::to_string(&state)?),
             (INVOICES_KEY.to_owned(), serde_json::to_string(&book)?),
@@ -189,7 +199,7 @@ impl AgentDO {
         );
         if mirror.is_some() {
             if let Err(e) = self
-                .mirror_then_publish(mirror, now, state.x402_due_at())
+                .mirror_then_publish(mirror, now, self.due_at(&state))
                 .await
             {
                 log::event(
@@ -201,8 +211,9 @@ impl AgentDO {
         Ok(http::json(200, &body, NO_STORE)?)
     }
 
-    /// The pending mirror with the agent's record as `state` now makes it
-    /// (a credit changes the tier head.json shows); `None` before the
+    /// The pending mirror with the agent's record and meta record as
+    /// `state` now makes them (a credit changes the tier head.json and
+    /// meta.json show); `None` before the
     /// agent's first write (no record to show).
     pub(super) async fn record_mirror(
         &self,
@@ -218,6 +229,7 @@ impl AgentDO {
             .await?
             .unwrap_or_default();
         mirror.push_record(agent, &serde_json::to_string(&record)?);
+        MetaRecord::mirror(&mut mirror, agent, state, now);
         Ok(Some(mirror))
     }
 }

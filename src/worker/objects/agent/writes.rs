@@ -6,6 +6,7 @@ use super::{entry_key, AgentDO, Stored, HISTORY_KEY, KEY_LOG_KEY, MIRROR_KEY, ST
 use crate::core::history::HistoryIndex;
 use crate::core::key_log::{KeyLog, KeyState};
 use crate::core::mirror::{Commit, Mirror, RETRY_BASE_MS};
+use crate::core::operator::meta::{MetaRecord, MIRROR_REFUSALS_WITHIN_MS};
 use crate::core::record::Record;
 use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature, Terms};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
@@ -13,8 +14,11 @@ use crate::worker::do_wire::{Reserve, Slot, WriteCall, Written};
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::log;
-use crate::worker::storage::{commit_atomic, parse, save, texts, texts_of, Alarm, Batch};
+use crate::worker::storage::{commit_atomic, parse, texts, texts_of, Alarm, Batch};
 use std::time::Duration;
+
+/// [`MIRROR_REFUSALS_WITHIN_MS`] under `SELFCAP_TEST_CLOCK=1`.
+const TEST_CLOCK_REFUSALS_WITHIN_MS: u64 = 1_000;
 use worker::{Response, Storage};
 
 impl AgentDO {
@@ -48,8 +52,9 @@ impl AgentDO {
             Ok(c) => c,
             // A decided rejection: its cooldown persisted, logged, answered.
             Err(Failure::Rejected(rej)) => {
-                if state.note_rejection(&rej, call.now_ms) {
-                    save(&storage, STATE_KEY, &state).await?;
+                if state.note_rejection(&call.agent, &rej, call.now_ms) {
+                    self.count_refusal(&storage, &state, &call, &cfg, mirror)
+                        .await?;
                 }
                 let line = DecisionLog::rejected(call.agent.as_str(), &rej, call.body.len() as u64);
                 log::line_str(&line.to_line());
@@ -74,7 +79,7 @@ impl AgentDO {
         // retry would only earn a replay_seq).
         if !call.fail_mirror {
             if let Err(e) = self
-                .mirror_commit_then_publish(mirror, record, call.now_ms, state.x402_due_at())
+                .mirror_commit_then_publish(mirror, record, call.now_ms, self.due_at(&state))
                 .await
             {
                 log::event(
@@ -87,6 +92,47 @@ impl AgentDO {
         let answer = http::json(200, &accepted, NO_STORE)?;
         written.mark(&answer)?;
         Ok(answer)
+    }
+
+    /// Stores a refusal counted in `state` and makes meta.json show it:
+    /// the meta record is mirrored by the alarm at most
+    /// [`MIRROR_REFUSALS_WITHIN_MS`] later, so a bot that is refused in a
+    /// loop costs one KV put a minute, not one per refusal. A meta put
+    /// already pending has its alarm armed; it is only replaced.
+    async fn count_refusal(
+        &self,
+        storage: &Storage,
+        state: &AgentState,
+        call: &WriteCall,
+        cfg: &Config,
+        mirror: Option<String>,
+    ) -> Result<(), Failure> {
+        let mut mirror: Mirror = parse(MIRROR_KEY, mirror)?.unwrap_or_default();
+        let armed = mirror.meta_pending();
+        MetaRecord::mirror(&mut mirror, &call.agent, state, call.now_ms);
+        // Under the test clock the alarm's delay is real time, which the
+        // tests cannot move: a second instead of the minute.
+        let within = if cfg.test_clock {
+            TEST_CLOCK_REFUSALS_WITHIN_MS
+        } else {
+            MIRROR_REFUSALS_WITHIN_MS
+        };
+        let alarm = if armed {
+            Alarm::Keep
+        } else {
+            Alarm::By(Duration::from_millis(within))
+        };
+        let puts = [
+            (STATE_KEY.to_owned(), serde_json::to_string(state)?),
+            (MIRROR_KEY.to_owned(), serde_json::to_string(&mirror)?),
+        ];
+        let batch = Batch {
+            puts: &puts,
+            deletes: &[],
+            alarm,
+        };
+        commit_atomic(storage, &batch).await?;
+        Ok(())
     }
 
     /// Every check of a write, in the contract's order: the core's checks,
@@ -221,6 +267,7 @@ impl AgentDO {
             record: &record,
             pruned: &sealed.pruned,
         });
+        MetaRecord::mirror(&mut mirror, &call.agent, state, call.now_ms);
         let pruned: Vec<String> = sealed.pruned.iter().map(|p| entry_key(*p)).collect();
         let puts = [
             (STATE_KEY.to_owned(), serde_json::to_string(&state)?),

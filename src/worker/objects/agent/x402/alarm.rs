@@ -75,10 +75,13 @@ impl AgentDO {
                     }
                 }
                 Next::CheckAt(at) => next = Some(next.map_or(at, |n| n.min(at))),
-                Next::Released => log::event(
-                    "x402_released",
-                    &[("agent_id", agent.as_str()), ("invoice_id", id.as_str())],
-                ),
+                Next::Released => {
+                    state.count(&agent, now, |r| r.settlement(&id, None));
+                    log::event(
+                        "x402_released",
+                        &[("agent_id", agent.as_str()), ("invoice_id", id.as_str())],
+                    )
+                }
                 Next::Idle => {}
             }
         }

@@ -4,7 +4,9 @@
 //! the 200 that answers it.
 
 use crate::core::crypto::AgentId;
+use crate::core::operator::stats::Method;
 use crate::core::reason::{ReasonCode as R, Refusal};
+use crate::core::upgrade::amount::Usdc;
 use crate::core::upgrade::outcome::{Claimed, PaymentRecord};
 use crate::core::upgrade::x402::invoice::{Stage, X402Book};
 use crate::core::upgrade::x402::settle as decide;
@@ -63,8 +65,16 @@ impl AgentDO {
             .into());
         }
         let inv = book.find_mut(id).ok_or("x402: invoice vanished")?;
+        let (plan, amount) = (inv.invoice().plan, Usdc(inv.invoice().amount_atomic));
+        let before = state.paid.clone();
         let claimed = decide::credit(inv, &mut state.paid, agent.as_str(), c, now)
             .ok_or("x402: credited an invoice that was not settling")?;
+        let after = state.paid.clone();
+        state.count(agent, now, |r| {
+            r.paid(&before, &after);
+            r.credit(Method::X402, plan, amount, now);
+            r.settlement(id, None);
+        });
         if !book
             .items()
             .iter()
@@ -87,7 +97,7 @@ impl AgentDO {
         );
         if mirror.is_some() {
             if let Err(e) = self
-                .mirror_then_publish(mirror, now, state.x402_due_at())
+                .mirror_then_publish(mirror, now, self.due_at(state))
                 .await
             {
                 log::event(

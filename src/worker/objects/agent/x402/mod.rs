@@ -102,8 +102,8 @@ impl AgentDO {
     }
 
     /// Stores the state and the x402 invoices (and `mirror`'s ops) in one
-    /// commit, with the alarm at the state's x402 due time (never later
-    /// than the mirror's retry).
+    /// commit, with the alarm at the state's due time (an x402 look, counts
+    /// to send; never later than the mirror's retry).
     async fn store(
         &self,
         state: &AgentState,
@@ -118,7 +118,7 @@ impl AgentDO {
             puts.push((MIRROR_KEY.to_owned(), serde_json::to_string(m)?));
         }
         let now = crate::worker::clock::system_now_ms();
-        let alarm = match (state.x402_due_at(), mirror) {
+        let alarm = match (self.due_at(state), mirror) {
             (_, Some(_)) => Alarm::In(Duration::from_millis(crate::core::mirror::RETRY_BASE_MS)),
             (Some(at), None) => Alarm::In(Duration::from_millis(at.saturating_sub(now).max(1))),
             (None, None) => Alarm::Keep,

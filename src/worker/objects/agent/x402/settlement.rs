@@ -97,6 +97,7 @@ impl AgentDO {
                 // Stored as settling, with the alarm armed, before asking:
                 // from here on the object finishes it whatever happens.
                 self.due(&mut state, ctx.agent, now + FIRST_CHECK_MS);
+                state.count(ctx.agent, now, |r| r.settlement(&id, Some(now)));
                 self.store(&state, book, None).await?;
                 let answer =
                     facilitator::post(ctx.x, "/settle", body, ctx.x.settle_timeout_ms).await;
@@ -138,6 +139,7 @@ impl AgentDO {
                 .into())
             }
             Outcome::Failed { reason } => {
+                state.count(ctx.agent, now, |r| r.settlement(&id, None));
                 self.store(&state, book, None).await?;
                 let detail = format!(
                     "the payment was not settled ({reason}); nothing moved: pay the new invoice"
