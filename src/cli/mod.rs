@@ -68,6 +68,8 @@ Quick start:
   selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
   selfcap feed --watch AGENT_ID                   # the same of its projected watch feed (Pro)
   selfcap keys; selfcap rotate                    # the key log; rotate to the committed next key
+  selfcap meta                                    # why writes were refused, by reason code
+  selfcap admin agents --all --refused-24h        # operator: the token in SELFCAP_ADMIN_TOKEN
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
   key             the current Ed25519 seed, 64 hex, mode 0600 (never printed)
