@@ -86,7 +86,7 @@ impl ExitCode {
             ExitCode::FixPayload => "rejected, fix the payload (class fix_payload)",
             ExitCode::BackOff => "rejected, back off until next_write_at (class back_off)",
             ExitCode::Signature => {
-                "rejected, signature or credential problem (a write, a signed read, the operator token): check key and signing"
+                "rejected, signature problem (a write, or a signed read): check key and signing"
             }
             ExitCode::NotFound => {
                 "not found: no capsule published for that agent (or private, not granted to us)"
