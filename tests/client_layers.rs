@@ -46,7 +46,10 @@ const LAYERS: &[(&[&str], &str)] = &[
         &["exchange"],
         "the request plumbing: URLs, retries, signed reads, errors",
     ),
-    (&["reads", "feed"], "what the client asks the service"),
+    (
+        &["reads", "feed", "admin"],
+        "what the client asks the service (the operator API too)",
+    ),
     (
         &["writes", "verify"],
         "what it sends (and the desired capsule); offline verification",

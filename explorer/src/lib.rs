@@ -1,5 +1,5 @@
 //! The Capsule Explorer's wasm (`/explorer`): the core's own offline
-//! verifier, version diff and recovery-prompt renderer, exported to the
+//! verifier, version diff, recovery-prompt renderer and meta.json reader, exported to the
 //! page's JavaScript. Nothing is decided here: each function parses its
 //! text arguments, calls the core, and returns JSON text (or the prompt).
 //! The same core functions run natively in `selfcap verify` and `selfcap
@@ -8,6 +8,7 @@
 use self_capsule::core::diff;
 use self_capsule::core::history::{self, Keyring, VerifyOptions};
 use self_capsule::core::json::{self, Json};
+use self_capsule::core::operator::meta::MetaBody;
 use self_capsule::core::render::{self, Format};
 use wasm_bindgen::prelude::*;
 
@@ -78,6 +79,21 @@ pub fn recovery_prompt(capsule: &str) -> Result<String, Refusal> {
     render::recovery_prompt(&value, Format::Text).map_err(|e| Refusal(e.to_string()))
 }
 
+/// An agent's meta.json text (docs/PROTOCOL.md §16) as the page shows it:
+/// the body as served, checked against the protocol's shape, with
+/// `refusals.by_reason_code` as a list the most frequent code first, each
+/// with its bot action from the reason-code table (`core::operator::meta`'s
+/// `by_count`, which `selfcap meta` prints in the same order).
+#[wasm_bindgen]
+pub fn meta_summary(meta: &str) -> Result<String, Refusal> {
+    let body: MetaBody = serde_json::from_str(meta)
+        .map_err(|e| Refusal(format!("meta.json is not what the protocol describes: {e}")))?;
+    let mut v = serde_json::to_value(&body).map_err(|e| Refusal(e.to_string()))?;
+    v["refusals"]["by_reason_code"] =
+        serde_json::to_value(body.refusals.by_count()).map_err(|e| Refusal(e.to_string()))?;
+    Ok(v.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +135,24 @@ mod tests {
             out,
             r#"[{"path":"a","kind":"changed","before":1,"after":2}]"#
         );
+    }
+
+    #[test]
+    fn meta_summary_ranks_codes_with_their_actions_and_refuses_other_shapes() {
+        let meta = r#"{"agent_id":"ab","tier":"free","paid_until":null,
+            "writes":{"total":2,"first_at":null,"last_at":null,"in_window":{"used":1,"limit":50,"reset_at":null}},
+            "refusals":{"total":3,"last_24h":3,"by_reason_code":{"unsafe_content":1,"unknown_field":2},
+                "last":{"at":"2026-02-10T05:00:01Z","reason_codes":["unsafe_content"]}},
+            "history":null,"keys":null,"as_of":"2026-02-10T05:00:02Z"}"#;
+        let v: serde_json::Value = serde_json::from_str(&meta_summary(meta).unwrap()).unwrap();
+        let codes = &v["refusals"]["by_reason_code"];
+        assert_eq!(codes[0]["code"], "unknown_field");
+        assert_eq!(codes[0]["count"], 2);
+        assert!(codes[1]["action"].as_str().unwrap().len() > 10);
+        assert_eq!(v["refusals"]["last"]["reason_codes"][0], "unsafe_content");
+        assert!(meta_summary("{}")
+            .unwrap_err()
+            .0
+            .starts_with("meta.json is not"));
     }
 }

@@ -1,10 +1,10 @@
 // The Capsule Explorer: fetches an agent's public documents from this origin
 // (or reads an export.json from disk), hands them to the Rust core compiled
-// to wasm (core.js: explore, diff, recovery_prompt) and shows what it finds.
+// to wasm (core.js: explore, diff, recovery_prompt, meta_summary) and shows what it finds.
 // Every decision (what verifies, which entry failed, what changed) is the
 // core's; this file only fetches and draws. Capsule text is untrusted: it is
 // only ever set as textContent, never parsed as HTML or followed as a link.
-import init, { explore, diff, recovery_prompt } from "./core.js";
+import init, { explore, diff, recovery_prompt, meta_summary } from "./core.js";
 
 const $ = (id) => document.getElementById(id);
 const core = init();
@@ -71,12 +71,14 @@ async function openAgent(raw) {
   $("agent").value = id;
   status("Loading the agent's head, export and the service keyring…");
   const base = `/self/${id}`;
-  let head, keys, bundle;
+  let head, keys, bundle, meta;
   try {
-    [head, keys, bundle] = await Promise.all([
+    [head, keys, bundle, meta] = await Promise.all([
       getText(`${base}/head.json`),
       getText("/api/v1/self/keys"),
       getText(`${base}/export.json`),
+      // Optional: a service without meta.json (or a failed read) leaves its section out.
+      getText(`${base}/meta.json`).catch(() => undefined),
     ]);
   } catch (e) {
     status(`Could not reach this site: ${e.message}`, "bad");
@@ -108,6 +110,7 @@ async function openAgent(raw) {
     head: JSON.parse(head.text),
     exportUrl: `${base}/export.json`,
   });
+  drawMeta(meta);
 }
 
 let lastFile; // the export last opened from disk, re-checked when a keyring is chosen
@@ -135,6 +138,7 @@ async function openFile(file) {
     return;
   }
   show(timeline, { online: false, fileName: file.name, keysName: keysFile?.name });
+  drawMeta(undefined);
 }
 
 // --- drawing ---------------------------------------------------------------
@@ -292,6 +296,41 @@ function drawHead(t, ctx, newest) {
       );
     }
   }
+}
+
+/**
+ * The writes and refusals of meta.json (read by the core: its shape checked,
+ * reason codes ranked with their bot actions). Absent (a 404, an older
+ * service, a file opened offline) or unreadable: the section stays hidden.
+ */
+function drawMeta(res) {
+  const section = $("meta-section");
+  section.hidden = true;
+  if (!res || res.status !== 200) return;
+  let m;
+  try {
+    m = JSON.parse(meta_summary(res.text));
+  } catch {
+    return;
+  }
+  const dl = $("meta");
+  dl.replaceChildren();
+  const w = m.writes;
+  const r = m.refusals;
+  fact(dl, "Writes accepted", `${w.total} in total, ${w.in_window.used} of ${w.in_window.limit} in the last 24 h`);
+  fact(dl, "First and last write", w.first_at || w.last_at ? `${w.first_at ?? "before meta.json"} → ${w.last_at ?? "-"}` : null);
+  fact(dl, "Writes refused", `${r.total} in total, ${r.last_24h} in the last 24 h`);
+  if (r.last) fact(dl, "Last refusal", `${r.last.at}: ${r.last.reason_codes.join(", ")}`);
+  fact(dl, "Figures as of", m.as_of);
+  const table = $("refusal-codes");
+  const body = table.tBodies[0];
+  body.replaceChildren(
+    ...r.by_reason_code.map((c) =>
+      el("tr", {}, el("td", {}, el("code", {}, c.code)), el("td", {}, String(c.count)), el("td", {}, c.action ?? "")),
+    ),
+  );
+  table.hidden = r.by_reason_code.length === 0;
+  section.hidden = false;
 }
 
 /** A capsule section: its heading and a list of `items` (or "None."). */

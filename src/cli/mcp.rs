@@ -8,10 +8,11 @@
 //! blocking HTTP, and one state directory must never see two writes race).
 
 use crate::cli::{location, Global};
+use crate::client::admin::{AdminToken, ADMIN_TOKEN_ENV};
 use crate::client::import::default_identity_file;
 use crate::client::mcp::{PayConfig, ToolHost};
 use crate::client::{BackoffPolicy, Error};
-use crate::core::mcp::{Door, Tool};
+use crate::core::mcp::Door;
 use clap::Args;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -28,8 +29,13 @@ pub(crate) const AFTER_HELP: &str = "\
 Speaks MCP (JSON-RPC) on stdin/stdout until stdin closes. Tools: self_bootstrap,
 self_rehydrate, self_read, self_write, self_subscribe, self_history, self_checkpoint,
 self_verify, self_upgrade (the public @diffdelta/mcp-server's names and arguments), and
-self_keys, self_rotate (the key log; no key material in any answer). Recovery after a
-theft and recommits are operator commands (selfcap rotate --compromised), never tools.
+self_keys, self_rotate (the key log; no key material in any answer), self_feed, and
+self_meta (why writes were refused). Recovery after a theft and recommits are operator
+commands (selfcap rotate --compromised), never tools.
+
+With SELFCAP_ADMIN_TOKEN in its environment (the deployment's operator token) it also
+offers the read-only operator tools admin_agents, admin_agent and admin_stats; without
+it they are not listed at all.
 
 The service URL: --url / SELFCAP_URL, else DIFFDELTA_BASE_URL, else the one
 self_bootstrap stored. The identity: the same state directory as every other selfcap
@@ -67,6 +73,13 @@ pub(crate) fn run(g: &Global, args: McpArgs) -> Result<(), Error> {
             .ok()
             .filter(|u| !u.is_empty())
     });
+    // Read once at start: the operator tools exist for this session or not.
+    // A token the service could never accept stops the server at once, not
+    // at the first call.
+    let admin_token = match std::env::var(ADMIN_TOKEN_ENV) {
+        Ok(v) => Some(AdminToken::new(&v)?),
+        Err(_) => None,
+    };
     let host = ToolHost {
         location: location(g),
         base_url: base_url.map(|u| u.trim_end_matches('/').to_string()),
@@ -89,6 +102,7 @@ pub(crate) fn run(g: &Global, args: McpArgs) -> Result<(), Error> {
             }),
             _ => None,
         },
+        admin_token,
     };
     let server = Server {
         host: Arc::new(host),
@@ -116,9 +130,9 @@ struct Server {
     one_at_a_time: Arc<Mutex<()>>,
 }
 
-/// The local door's tools, from the catalogue.
-fn tools() -> Vec<McpTool> {
-    Tool::listed(Door::Local)
+/// The tools `host` offers, from the catalogue.
+fn tools(host: &ToolHost) -> Vec<McpTool> {
+    host.tools()
         .map(|t| {
             let schema = match t.input_schema(Door::Local) {
                 serde_json::Value::Object(o) => o,
@@ -148,7 +162,7 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(tools(&self.host)))
     }
 
     async fn call_tool(
@@ -159,7 +173,7 @@ impl ServerHandler for Server {
         let name = request.name.to_string();
         // An unknown tool is a protocol error (the spec's -32602); every
         // other failure is a tool error the model can read.
-        if Tool::at(Door::Local, &name).is_none() {
+        if self.host.tool(&name).is_none() {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {name}"),
                 None,

@@ -10,12 +10,14 @@
 //! - `identity`: keygen, id, bootstrap, status (the state directory)
 //! - `canon`: canon, cursor (any JSON document; no identity needed)
 //! - `publish`: template, set, sign, put, publish (writes)
-//! - `read`: head, get, rehydrate (the current capsule), feed (a projected watch feed)
+//! - `read`: head, get, rehydrate (the current capsule), feed (a projected watch feed),
+//!   meta (what became of an agent's writes)
 //! - `history`: history, export, verify (the sealed history)
 //! - `access`: grant, revoke, visibility (who may read: private capsules)
 //! - `keys`: keys, keys init, rotate, recommit, recover (the key log, docs/PROTOCOL.md §14)
 //! - `upgrade`: upgrade, upgrade claim (a paid plan, paid in USDC)
 //! - `mcp`: mcp (the MCP server over stdio, for LLM agents)
+//! - `admin`: admin agents, agent, stats (the operator API, with the token from the environment)
 //! - `watch`: watch, feed --watch (follow an agent's head, or its feed's, as it changes)
 //! - `print`: stdout and stderr, error reports and exit codes
 //!
@@ -24,6 +26,7 @@
 //! [`crate::client::ExitCode`], listed in `--help`.
 
 mod access;
+mod admin;
 mod canon;
 mod history;
 mod identity;
@@ -65,6 +68,8 @@ Quick start:
   selfcap watch AGENT_ID                          # one JSON line per new head, as it happens
   selfcap feed --watch AGENT_ID                   # the same of its projected watch feed (Pro)
   selfcap keys; selfcap rotate                    # the key log; rotate to the committed next key
+  selfcap meta                                    # why writes were refused, by reason code
+  selfcap admin agents --all --refused-24h        # operator: the token in SELFCAP_ADMIN_TOKEN
 
 State directory (--state-dir, else $SELFCAP_HOME/<agent_id>, default ~/.selfcap/<agent_id>):
   key             the current Ed25519 seed, 64 hex, mode 0600 (never printed)
@@ -279,6 +284,13 @@ never reused for a different capsule."
         #[arg(long, value_enum, requires = "watch", hide = true)]
         transport: Option<watch::TransportArg>,
     },
+    /// An agent's meta.json: its writes and refused writes by reason code (signed when private).
+    Meta {
+        /// Another agent (default: this identity).
+        agent_id: Option<String>,
+        #[command(flatten)]
+        out: JsonOut,
+    },
     /// Fetch capsule.json (exact canonical bytes, checked against the ETag).
     Get {
         /// Another agent (default: this identity).
@@ -399,6 +411,9 @@ is given. Exit 0: valid; 8: not valid (the report says which check failed)."
     /// Serve this identity's tools to an LLM agent over MCP (stdio).
     #[command(after_help = mcp::AFTER_HELP)]
     Mcp(mcp::McpArgs),
+    /// The operator API: pages of agents, one agent's record, the totals (token from SELFCAP_ADMIN_TOKEN).
+    #[command(after_help = admin::AFTER_HELP)]
+    Admin(admin::AdminArgs),
 }
 
 /// Runs the CLI on `args` (the first one is the program's name, as in
@@ -454,6 +469,7 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Publish { force, write, out } => publish::publish(g, force, &write, out),
         Command::Head { agent_id, out } => read::head(g, agent_id.as_deref(), out),
         Command::Get { agent_id, pretty } => read::get(g, agent_id.as_deref(), pretty),
+        Command::Meta { agent_id, out } => read::meta(g, agent_id.as_deref(), out),
         Command::Feed {
             agent_id,
             watch: true,
@@ -521,6 +537,7 @@ fn dispatch(cli: Cli) -> Result<(), Error> {
         Command::Recover(args) => keys::recover(g, args),
         Command::Upgrade(args) => upgrade::run(g, args),
         Command::Mcp(args) => mcp::run(g, args),
+        Command::Admin(args) => admin::run(g, args),
     }
 }
 
@@ -569,6 +586,18 @@ pub(crate) fn reader_client(g: &Global, agent: Option<&AgentId>) -> Result<Clien
         (Err(_), Some(_)) => Ok(configured(StateDir::new(loc.home_dir()?), g, 0)),
         _ => client(g, 0),
     }
+}
+
+/// A client for a request about no agent of its own (the operator API):
+/// this identity's stored service URL when there is one, else `--url`
+/// alone; no key is ever used.
+pub(crate) fn service_client(g: &Global) -> Result<Client, Error> {
+    let loc = location(g);
+    let state = match loc.find() {
+        Ok(s) => s,
+        Err(_) => StateDir::new(loc.home_dir()?),
+    };
+    Ok(configured(state, g, 0))
 }
 
 /// An optional `AGENT_ID` argument.

@@ -1,12 +1,13 @@
 //! Reading the current capsule: `head` (the cheap poll), `get` (the exact
-//! served bytes) and `rehydrate` (local first, for a restart); and `feed`,
-//! an agent's projected watch feed. Status lines go to stderr, so stdout is
+//! served bytes) and `rehydrate` (local first, for a restart); `feed`, an
+//! agent's projected watch feed; and `meta`, what became of its writes. Status lines go to stderr, so stdout is
 //! only the data.
 
 use crate::cli::print::{emit, emit_bytes, print_json};
 use crate::cli::{agent_arg, client, reader_client, Global, JsonOut, RenderFormat};
 use crate::client::{Error, HeadOutcome, Side};
 use crate::core::jcs::{self, CURSOR_PREFIX};
+use crate::core::operator::meta::MetaBody;
 use crate::core::render::{self, Format};
 use crate::core::urls::FeedDoc;
 
@@ -116,4 +117,81 @@ pub(crate) fn rehydrate(g: &Global, format: RenderFormat, json: bool) -> Result<
         emit(&block);
     }
     Ok(())
+}
+
+/// `meta [AGENT_ID]`: meta.json (docs/PROTOCOL.md §16), signed as head.json
+/// would be; `--json` prints the body.
+pub(crate) fn meta(g: &Global, agent_id: Option<&str>, out: JsonOut) -> Result<(), Error> {
+    let agent = agent_arg(agent_id)?;
+    let c = reader_client(g, agent.as_ref())?;
+    let m = c.meta(agent.as_ref())?;
+    if out.json {
+        print_json(&m);
+    } else {
+        emit(&meta_text(&m));
+    }
+    Ok(())
+}
+
+/// meta.json for a person: the agent, its tier, writes, then its refusals
+/// the most frequent code first with what to do about each.
+pub(crate) fn meta_text(m: &MetaBody) -> String {
+    let or_dash = |s: &Option<String>| s.clone().unwrap_or_else(|| "-".into());
+    let w = &m.writes;
+    let r = &m.refusals;
+    let mut out = format!("agent     {}\n", m.agent_id);
+    out.push_str(&format!(
+        "tier      {}{}\n",
+        m.tier.as_str(),
+        m.paid_until
+            .as_deref()
+            .map(|u| format!(" (paid until {u})"))
+            .unwrap_or_default()
+    ));
+    out.push_str(&format!(
+        "writes    {} accepted (first {}, last {}); {} of {} in the last 24 h{}\n",
+        w.total,
+        or_dash(&w.first_at),
+        or_dash(&w.last_at),
+        w.in_window.used,
+        w.in_window.limit,
+        w.in_window
+            .reset_at
+            .as_deref()
+            .map(|t| format!(", next frees at {t}"))
+            .unwrap_or_default()
+    ));
+    out.push_str(&format!(
+        "refusals  {} in total, {} in the last 24 h{}\n",
+        r.total,
+        r.last_24h,
+        r.last
+            .as_ref()
+            .map(|l| format!("; last at {} ({})", l.at, l.reason_codes.join(", ")))
+            .unwrap_or_default()
+    ));
+    let ranked = r.by_count();
+    let width = ranked.iter().map(|c| c.code.len()).max().unwrap_or(0);
+    for c in ranked {
+        out.push_str(&format!(
+            "  {:<width$}  {:>5}  {}\n",
+            c.code,
+            c.count,
+            c.action.unwrap_or("(a code this selfcap does not know)")
+        ));
+    }
+    if let Some(h) = &m.history {
+        out.push_str(&format!(
+            "history   {} entries, {} retained, {} pruned\n",
+            h.length, h.retained, h.pruned
+        ));
+    }
+    if let Some(k) = &m.keys {
+        out.push_str(&format!(
+            "keys      {} events in the key log, {} disputed\n",
+            k.length, k.disputed
+        ));
+    }
+    out.push_str(&format!("as of     {}\n", m.as_of));
+    out
 }

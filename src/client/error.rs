@@ -30,7 +30,9 @@ pub enum ExitCode {
     /// Write rejected, class `back_off` (429): wait until `next_write_at`.
     BackOff = 5,
     /// Write rejected, class `signature`: stop; check the key and signing.
-    /// Also a signed read refused (`401 read_signature_*`).
+    /// Also a signed read refused (`401 read_signature_*`), and the
+    /// operator's token refused (`admin_auth_*`): a credential problem
+    /// either way, which retrying unchanged cannot fix.
     Signature = 6,
     /// Nothing there: no capsule published for the agent (or another
     /// read-side request error).
@@ -122,7 +124,8 @@ replay_seq, capsule_too_large, ...; also the local pre-check, nothing sent)"
             }
             ExitCode::Signature => {
                 "write rejected: signature problem (class signature): check key and signing;
-also a signed read refused (read_signature_*: check the key and the clock)"
+also a signed read refused (read_signature_*: check the key and the clock), or
+the operator token refused (admin_auth_*: check SELFCAP_ADMIN_TOKEN)"
             }
             ExitCode::NotFound => {
                 "not found: no capsule published for that agent (or it is private and this
@@ -189,6 +192,9 @@ pub enum Error {
     /// The service refused a signed read's signature (`401
     /// read_signature_*`, docs/PROTOCOL.md §12).
     ReadSignature(String),
+    /// The operator API refused the token (`401 admin_auth_required`, `403
+    /// admin_auth_invalid`, docs/PROTOCOL.md §17).
+    AdminAuth(String),
     /// A claim gave up waiting through a payment-provider outage: nothing was
     /// credited and the payment is safe; the message says how to claim later.
     ClaimLater(String),
@@ -204,7 +210,7 @@ impl Error {
             Error::Local(_) => ExitCode::Local,
             Error::Unavailable(_) | Error::Protocol(_) => ExitCode::Unavailable,
             Error::Rejected(r) => ExitCode::for_class(r.class()),
-            Error::ReadSignature(_) => ExitCode::Signature,
+            Error::ReadSignature(_) | Error::AdminAuth(_) => ExitCode::Signature,
             Error::NotFound(_) => ExitCode::NotFound,
             Error::Unverified(_) => ExitCode::Unverified,
             Error::ClaimLater(_) => ExitCode::ClaimLater,
@@ -224,6 +230,7 @@ impl fmt::Display for Error {
             | Error::Unavailable(m)
             | Error::NotFound(m)
             | Error::ReadSignature(m)
+            | Error::AdminAuth(m)
             | Error::ClaimLater(m)
             | Error::KeyLogConflict(m) => f.write_str(m),
             Error::Protocol(m) => write!(f, "unexpected answer from the service: {m}"),

@@ -26,8 +26,9 @@
 //! | | [`watch`] | `selfcap watch`: following an agent's head over a WebSocket or long-poll ([`Client::watch`]; its own table lists its modules) |
 //! | sending | `writes` | the desired capsule (`set`, edits), seq choice ([`next_seq`]), the local [`precheck`], `sign`, `put`, `publish`; `POST keys.json` ([`KeysAnswer`]), which a first write's inception rides on |
 //! | | `verify` | the service keyring, and the sealed history checked offline by the core ([`verify_bundle`], [`keyring_of`]) |
-//! | asking | `reads` | `bootstrap`, head.json ([`HeadOutcome`]), capsule.json ([`Fetched`]), history.json, export.json |
+//! | asking | `reads` | `bootstrap`, head.json ([`HeadOutcome`]), capsule.json ([`Fetched`]), meta.json, history.json, export.json |
 //! | | `feed` | an agent's projected watch feed (`selfcap feed`) |
+//! | | [`admin`] | the operator API (`selfcap admin`): pages of agents, one agent's record, the totals, with the operator's token ([`admin::AdminToken`]) |
 //! | plumbing | `exchange` | the URLs, the retry loop, conditional requests, when a read is signed (`read_doc`), mapping failed answers to [`Error`] |
 //! | the handle | this file | [`Client`] and its builder, [`now_ms`] |
 //! | pure work | [`read_sign`] | signing a read of a private capsule (RFC 9421 via `web-bot-auth`; docs/PROTOCOL.md §12) |
@@ -43,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod admin;
 pub mod backoff;
 pub mod error;
 mod exchange;

@@ -14,6 +14,7 @@ use super::{Client, Error};
 use crate::core::crypto::AgentId;
 use crate::core::jcs::{self, normalize_cursor};
 use crate::core::json::{self, Json};
+use crate::core::operator::meta::MetaBody;
 use crate::core::urls::{Doc, BOOTSTRAP_PATH};
 
 /// What `head` found.
@@ -173,6 +174,26 @@ impl Client {
             capsule,
             cursor,
         })
+    }
+
+    /// `GET meta.json` (docs/PROTOCOL.md §16): the agent's writes and
+    /// refusals by reason code. Read with head.json's access, so it is
+    /// signed when head.json would be (a private capsule's owner or
+    /// granted reader); anyone else gets the miss of an agent that never
+    /// published.
+    pub fn meta(&self, agent: Option<&AgentId>) -> Result<MetaBody, Error> {
+        let target = self.target(agent)?;
+        let req = Request::get(self.doc_url(&target, Doc::Meta)?);
+        let (req, resp) = self.read_doc(&target, req)?;
+        if resp.status != 200 {
+            return Err(read_error(&req, &resp));
+        }
+        let meta: MetaBody = serde_json::from_slice(&resp.body)
+            .map_err(|e| Error::Protocol(format!("meta.json is not what §16 says: {e}")))?;
+        if meta.agent_id != target.as_str() {
+            return Err(Error::Protocol("meta.json is for another agent".into()));
+        }
+        Ok(meta)
     }
 
     /// `GET history.json`: one page of retained versions, newest first

@@ -22,7 +22,7 @@ const TMP = mkdtempSync(path.join(tmpdir(), "selfcap-mcp-"));
 // The public server's seven tools plus ours; the Worker's self_submit is not here.
 const LOCAL_TOOLS = [
   "self_bootstrap", "self_rehydrate", "self_read", "self_write", "self_subscribe",
-  "self_history", "self_checkpoint", "self_verify", "self_upgrade", "self_keys", "self_rotate", "self_feed",
+  "self_history", "self_checkpoint", "self_verify", "self_upgrade", "self_keys", "self_rotate", "self_feed", "self_meta",
 ];
 
 let w;

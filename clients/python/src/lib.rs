@@ -150,6 +150,7 @@ fn raise_with(e: Error, extra: Option<(&str, Value)>) -> PyErr {
         Error::NotFound(_) => "not_found",
         Error::Unverified(_) => "unverified",
         Error::ReadSignature(_) => "read_signature",
+        Error::AdminAuth(_) => "admin_auth",
         Error::ClaimLater(_) => "claim_later",
         Error::KeyLogConflict(_) => "key_log_conflict",
     };

@@ -24,6 +24,7 @@ TOOLS = {
     "self_keys",
     "self_rotate",
     "self_feed",
+    "self_meta",
 }
 
 

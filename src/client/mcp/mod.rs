@@ -24,13 +24,16 @@
 //! | `writes` | `self_write`, `self_checkpoint`, and publishing with `pending.json` kept in step |
 //! | `upgrade` | `self_upgrade` |
 //! | `keys` | `self_keys`, `self_rotate` |
+//! | `operator` | `admin_agents`, `admin_agent`, `admin_stats`: the operator API, only with the operator's token |
 
 mod keys;
+mod operator;
 mod reads;
 mod session;
 mod upgrade;
 mod writes;
 
+use super::admin::AdminToken;
 use super::http::UreqTransport;
 use super::state::{Location, StateDir, KEY_FILE};
 use super::{BackoffPolicy, Client, Error};
@@ -73,13 +76,32 @@ pub struct ToolHost {
     /// How `self_upgrade` pays (`None`: it quotes, and says how to pay
     /// from a wallet instead).
     pub pay: Option<PayConfig>,
+    /// The deployment's operator token (`SELFCAP_ADMIN_TOKEN`): the
+    /// operator tools are listed and run only with it.
+    pub admin_token: Option<AdminToken>,
 }
 
 impl ToolHost {
+    /// Whether this server offers `tool`: the local door's tools, the
+    /// operator's only when it holds the operator's token.
+    pub fn offers(&self, tool: Tool) -> bool {
+        tool.offered(Door::Local) && (!tool.operator() || self.admin_token.is_some())
+    }
+
+    /// The tools this server lists, in order.
+    pub fn tools(&self) -> impl Iterator<Item = Tool> + '_ {
+        Tool::ALL.into_iter().filter(|t| self.offers(*t))
+    }
+
+    /// The tool `name` stands for here (`None`: not offered).
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        Tool::at(Door::Local, name).filter(|t| self.offers(*t))
+    }
+
     /// Runs one `tools/call`: the tool's answer, or a tool error (unknown
     /// tool, bad arguments, or what went wrong). Never panics on input.
     pub fn call(&self, name: &str, args: Option<&Map<String, Value>>) -> Answer {
-        let Some(tool) = Tool::at(Door::Local, name) else {
+        let Some(tool) = self.tool(name) else {
             return results::error(
                 "unknown_tool",
                 format!("no tool {name:?}"),
@@ -111,6 +133,15 @@ impl ToolHost {
             Call::Keys { agent } => self.keys(agent),
             Call::Rotate => self.rotate(),
             Call::Feed { agent, doc, since } => self.feed(agent, doc, since),
+            Call::Meta { agent } => self.meta(agent),
+            Call::AdminAgents {
+                cursor,
+                limit,
+                tier,
+                refused_24h,
+            } => self.admin_agents(cursor, limit, tier, refused_24h),
+            Call::AdminAgent { agent } => self.admin_agent(&agent),
+            Call::AdminStats => self.admin_stats(),
             // Not offered at this door (Tool::at refused it above).
             Call::Submit { .. } => Ok(results::error(
                 "unknown_tool",
@@ -212,6 +243,11 @@ fn failure(e: Error) -> Answer {
             "read_signature_refused",
             m,
             "The service refused this identity's signed read; check the machine's clock and the key file.",
+        ),
+        Error::AdminAuth(m) => results::error(
+            "admin_auth_refused",
+            m,
+            "The service refused this server's SELFCAP_ADMIN_TOKEN; the operator must fix it (do not retry).",
         ),
         Error::ClaimLater(m) => results::error(
             "payment_provider_unavailable",

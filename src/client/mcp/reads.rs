@@ -123,3 +123,27 @@ impl ToolHost {
         Ok(Answer::ok(super::to_value(&body)))
     }
 }
+
+impl ToolHost {
+    /// `self_meta`: meta.json as served (read as head.json is: signed for a
+    /// private capsule this identity may read).
+    pub(super) fn meta(&self, agent: Option<AgentId>) -> Result<Answer, Error> {
+        let (c, target, is_own) = match self.reader(agent) {
+            Ok(x) => x,
+            Err(a) => return Ok(a),
+        };
+        match c.meta(Some(&target)) {
+            Ok(m) => Ok(Answer::ok(serde_json::to_value(&m).unwrap_or_default())),
+            Err(Error::NotFound(m)) => Ok(results::error(
+                "capsule_not_found",
+                m,
+                if is_own {
+                    "Nothing accepted yet: meta.json appears with your first accepted write."
+                } else {
+                    "This agent has published nothing, or its capsule is private to you."
+                },
+            )),
+            Err(e) => Err(e),
+        }
+    }
+}

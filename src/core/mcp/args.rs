@@ -105,6 +105,29 @@ pub enum Call {
         /// The signed envelope as given.
         envelope: Json,
     },
+    /// `self_meta`.
+    Meta {
+        /// `None`: the caller's own.
+        agent: Option<AgentId>,
+    },
+    /// `admin_agents`.
+    AdminAgents {
+        /// Where the page starts.
+        cursor: Option<String>,
+        /// Agents to read (1..=1000).
+        limit: Option<u32>,
+        /// Only agents on this tier now.
+        tier: Option<crate::core::limits::Tier>,
+        /// Only agents refused in the last 24 hours.
+        refused_24h: bool,
+    },
+    /// `admin_agent`.
+    AdminAgent {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// `admin_stats`.
+    AdminStats,
 }
 
 /// `self_upgrade`'s `action`.
@@ -223,6 +246,52 @@ impl Call {
             Tool::Rotate => {
                 a.only(&[])?;
                 Call::Rotate
+            }
+            Tool::Meta => {
+                a.only(&["agent_id"])?;
+                Call::Meta {
+                    agent: a.agent(agent_required)?,
+                }
+            }
+            Tool::AdminAgents => {
+                use crate::core::limits::Tier;
+                a.only(&["cursor", "limit", "tier", "refused_24h"])?;
+                let limit = match a.map.get("limit") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => match v.as_u64() {
+                        Some(n @ 1..=1000) => Some(n as u32),
+                        _ => return Err(bad("limit", "expected an integer from 1 to 1000")),
+                    },
+                };
+                let tier = match a.string("tier", 8)?.as_deref() {
+                    None => None,
+                    Some("free") => Some(Tier::Free),
+                    Some("plus") => Some(Tier::Plus),
+                    Some("pro") => Some(Tier::Pro),
+                    Some(_) => return Err(bad("tier", "expected free, plus or pro")),
+                };
+                let refused_24h = match a.map.get("refused_24h") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Err(bad("refused_24h", "expected true or false")),
+                };
+                Call::AdminAgents {
+                    cursor: a.string("cursor", 1024)?.filter(|c| !c.is_empty()),
+                    limit,
+                    tier,
+                    refused_24h,
+                }
+            }
+            Tool::AdminAgent => {
+                a.only(&["agent_id"])?;
+                match a.agent(true)? {
+                    Some(agent) => Call::AdminAgent { agent },
+                    None => return Err(bad("agent_id", "required: 64 lowercase hex characters")),
+                }
+            }
+            Tool::AdminStats => {
+                a.only(&[])?;
+                Call::AdminStats
             }
             Tool::Feed => {
                 use crate::core::urls::FeedDoc;

@@ -203,7 +203,7 @@ impl MetaRecord {
 }
 
 /// meta.json.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetaBody {
     /// The agent.
     pub agent_id: String,
@@ -224,7 +224,7 @@ pub struct MetaBody {
 }
 
 /// meta.json's `writes`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WritesBody {
     /// Accepted writes ever.
     pub total: u64,
@@ -237,7 +237,7 @@ pub struct WritesBody {
 }
 
 /// meta.json's `writes.in_window`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowBody {
     /// Accepted writes in the last 24 hours.
     pub used: u32,
@@ -248,7 +248,7 @@ pub struct WindowBody {
 }
 
 /// meta.json's `refusals`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusalsBody {
     /// Over the agent's life.
     pub total: u64,
@@ -261,7 +261,7 @@ pub struct RefusalsBody {
 }
 
 /// meta.json's `refusals.last`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastBody {
     /// When.
     pub at: String,
@@ -270,7 +270,7 @@ pub struct LastBody {
 }
 
 /// meta.json's `history`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryBody {
     /// Entries ever appended.
     pub length: u64,
@@ -324,7 +324,7 @@ impl Summary {
 }
 
 /// One agent in `GET /api/v1/admin/agents`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListEntry {
     /// The agent.
     pub agent_id: String,
@@ -353,6 +353,39 @@ impl Filter {
     /// Whether `e` passes.
     pub fn admits(&self, e: &ListEntry) -> bool {
         self.tier.is_none_or(|t| t == e.tier) && (!self.refused_24h || e.refusals_24h > 0)
+    }
+}
+
+/// One reason code of meta.json's `refusals.by_reason_code`, as a reader is
+/// shown it: how often, and what the bot should do about it (the spec's
+/// table; `None` for a code this build does not know).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReasonCount {
+    /// The wire name.
+    pub code: String,
+    /// Refusals that named it, over the agent's life.
+    pub count: u64,
+    /// The bot action of the reason-code table.
+    pub action: Option<&'static str>,
+}
+
+impl RefusalsBody {
+    /// `by_reason_code` the most frequent first (ties by name), each with its
+    /// bot action: what `selfcap meta` prints and the Explorer draws, so both
+    /// show the same order and the same advice.
+    pub fn by_count(&self) -> Vec<ReasonCount> {
+        let mut out: Vec<ReasonCount> = self
+            .by_reason_code
+            .iter()
+            .map(|(code, count)| ReasonCount {
+                code: code.clone(),
+                count: *count,
+                action: crate::core::reason::ReasonCode::from_wire(code)
+                    .map(crate::core::reason::ReasonCode::bot_action),
+            })
+            .collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.code.cmp(&b.code)));
+        out
     }
 }
 
@@ -435,5 +468,31 @@ mod tests {
 
     fn hour(t: u64) -> u64 {
         t / HOUR_MS
+    }
+
+    #[test]
+    fn the_body_reads_back_and_ranks_reason_codes() {
+        let r = record();
+        let mut body = r.body(&TierTable::default(), T0 + 2 * HOUR_MS);
+        body.refusals
+            .by_reason_code
+            .insert("unknown_field".into(), 3);
+        body.refusals
+            .by_reason_code
+            .insert("from_the_future".into(), 1);
+        let text = serde_json::to_string(&body).unwrap();
+        let back: MetaBody = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, body);
+        let ranked = back.refusals.by_count();
+        let codes: Vec<&str> = ranked.iter().map(|c| c.code.as_str()).collect();
+        assert_eq!(
+            codes,
+            ["unknown_field", "from_the_future", "unsafe_content"]
+        );
+        assert_eq!(
+            ranked[0].action,
+            Some(ReasonCode::UnknownField.bot_action())
+        );
+        assert_eq!(ranked[1].action, None);
     }
 }
