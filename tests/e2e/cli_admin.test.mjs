@@ -272,3 +272,41 @@ test("selfcap mcp: the operator tools only with SELFCAP_ADMIN_TOKEN, answering f
     await s.close();
   }
 });
+
+test("admin stats and the admin_stats tool: the deployment's totals from the real route", async () => {
+  // The agents' objects send their counts from their alarms: read until the
+  // six agents (five over HTTP, one by the CLI) and both refusals are in.
+  const deadline = Date.now() + 20_000;
+  let body;
+  for (;;) {
+    const r = await admin(["stats", "--json"]);
+    exits(r, 0, "admin stats --json");
+    body = json(r);
+    if ((body.agents.total >= 6 && body.refusals.last_24h.total >= 2) || Date.now() > deadline) break;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  assert.equal(body.shards.answered, 16);
+  assert.equal(body.agents.total, 6);
+  assert.deepEqual(body.agents.by_tier, { free: 6, pro: 0, plus: 0 });
+  assert.equal(body.refusals.last_24h.total, 2);
+  assert.equal(body.refusals.last_24h.by_class.fix_payload, 2);
+  assert.ok(body.writes.last_24h >= 6, JSON.stringify(body.writes));
+  assert.equal(body.credits.ever.transfer.usdc_atomic, "0");
+  // The human form prints the same figures, one per line.
+  const human = await admin(["stats"]);
+  exits(human, 0, "admin stats");
+  assert.match(human.stdout, /agents\.total\s+6\b/);
+  assert.doesNotMatch(human.stdout + human.stderr, new RegExp(TOKEN));
+
+  const home = path.join(TMP, "mcp-stats-home");
+  mkdirSync(home, { recursive: true });
+  const s = await mcpSession(SELFCAP_BIN, { HOME: home, SELFCAP_URL: URL_, SELFCAP_ADMIN_TOKEN: TOKEN });
+  try {
+    const r = await s.call("admin_stats", {});
+    assert.equal(r.isError, false, JSON.stringify(r.body));
+    assert.equal(r.body.agents.total, 6);
+    assert.equal(r.body.refusals.last_24h.total, 2);
+  } finally {
+    await s.close();
+  }
+});
