@@ -65,6 +65,14 @@ pub fn answer(value: &impl Serialize) -> worker::Result<Response> {
         .fixed(serde_json::to_vec(value)?))
 }
 
+/// Object side: a 200 whose body is `json`, JSON text as stored.
+#[cfg(feature = "write")]
+pub fn answer_text(json: &str) -> Response {
+    ResponseBuilder::new()
+        .with_status(200)
+        .fixed(json.as_bytes().to_vec())
+}
+
 /// Object side: the answer to anything that is not a call.
 #[cfg(feature = "write")]
 pub fn not_a_call() -> Response {

@@ -32,6 +32,8 @@ use super::clock;
 use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING};
 pub use super::do_json::answer;
 #[cfg(feature = "write")]
+pub use super::do_json::answer_text;
+#[cfg(feature = "write")]
 pub use super::do_json::not_a_call;
 use super::do_json::{ask, json_of, read_posted};
 /// The read path's one call (also made by the entry Worker).

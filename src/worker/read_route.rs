@@ -10,8 +10,10 @@ use super::clock;
 use super::cold;
 use super::config::Config;
 use super::failure::Failure;
+#[cfg(feature = "entry")]
+use super::handlers::meta;
 use super::handlers::reads::ReadAs;
-use super::handlers::{history, key_log, meta, reads, signer};
+use super::handlers::{history, key_log, reads, signer};
 use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
 use crate::core::crypto::AgentId;
@@ -57,6 +59,12 @@ pub async fn read(
         Doc::Head | Doc::Capsule => {
             reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await?
         }
+        // meta.json is the entry's alone: the write Worker reached directly
+        // does not carry its reader (every Worker under 1 MiB), as it does
+        // not carry the extras' routes.
+        #[cfg(not(feature = "entry"))]
+        Doc::Meta => return Err(Failure::code(ReasonCode::NotFound)),
+        #[cfg(feature = "entry")]
         Doc::Meta => {
             let read_as = ReadAs {
                 reader: reader.as_ref(),

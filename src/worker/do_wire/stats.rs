@@ -2,7 +2,7 @@
 //! batch of counts, and the operator API's ask for each shard's totals.
 
 use super::{ask, read_posted};
-use crate::core::operator::stats::{shard_of, Report, Totals, SHARDS};
+use crate::core::operator::stats::{shard_of, Report, Shard, Totals, SHARDS};
 use crate::worker::config::STATS_DO_BINDING;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,8 @@ pub enum StatsCall {
         /// Its batch.
         report: Report,
     },
-    /// This shard's totals at `now_ms`.
+    /// What this shard holds (its totals are evaluated by the asker at
+    /// `now_ms`).
     Totals {
         /// The operator's "now".
         now_ms: u64,
@@ -57,21 +58,25 @@ impl StatsCall {
     pub async fn totals(env: &Env, now_ms: u64) -> Totals {
         let asks = (0..SHARDS).map(|n| async move {
             let call = StatsCall::Totals { now_ms };
-            ask::<Totals>(env, STATS_DO_BINDING, &shard_name(n), TOTALS_URL, &call).await
+            ask::<Shard>(env, STATS_DO_BINDING, &shard_name(n), TOTALS_URL, &call).await
         });
         let mut all = Totals::default();
-        for t in join_all(asks).await.into_iter().flatten() {
-            all.add(&t);
+        // Each shard answers what it holds; the totals are evaluated here,
+        // as of the operator's "now" (the write Worker, which holds the
+        // shards' class, carries no totals code).
+        for shard in join_all(asks).await.into_iter().flatten() {
+            all.add(&shard.totals(now_ms));
         }
         all
     }
 
     /// Shard side: reads a call.
     pub async fn read(req: Request) -> worker::Result<Option<StatsCall>> {
-        let url = req.url()?;
-        let url = match url.path() {
-            "/report" => REPORT_URL,
-            _ => TOTALS_URL,
+        // Compared as text (`read_posted`): no URL parser in the Worker.
+        let url = if req.inner().url() == REPORT_URL {
+            REPORT_URL
+        } else {
+            TOTALS_URL
         };
         read_posted(req, url).await
     }

@@ -31,6 +31,7 @@
 // Workers behind the entry).
 pub mod history;
 pub mod key_log;
+#[cfg(feature = "entry")]
 pub mod meta;
 pub mod reads;
 pub mod signer;
