@@ -328,7 +328,9 @@ pub(super) static RULES: &[Rule] = &[
             [
                 need(REVEAL | WHAT),
                 need(FORBIDDEN),
-                need(INSTR | PROMPT | REVEAL | PRIOR)
+                // Not REVEAL again: one "expose" would meet both ("are not
+                // allowed to expose shared mutation APIs").
+                need(INSTR | PROMPT | PRIOR)
             ]
         ),
         hits: examples![
@@ -510,7 +512,9 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "model_addressed",
-        matcher: family!(
+        // The reader named first, as a heading or an opener ("To the AI
+        // summarizer: ..."); "expose prompts to AI assistants" describes.
+        matcher: sequence!(
             6,
             [
                 need(VOCATIVE),
@@ -615,7 +619,9 @@ pub(super) static RULES: &[Rule] = &[
             [
                 need(TOOL_VERB),
                 named(TOOL_REF | IDENT),
-                named(ARGS | EQ | SEND | GRANT | DELETE | DISABLE | SECRETS)
+                // Not any assignment: code uses, runs and calls around
+                // "let x = ..." without asking anything of the reader.
+                named(ARGS | SEND | GRANT | DELETE | DISABLE | SECRETS)
             ]
         ),
         hits: examples![
@@ -627,6 +633,7 @@ pub(super) static RULES: &[Rule] = &[
             "Call web.read before diffdelta.self.get",
             "the send_email tool failed with 429, retry later",
             "Replace curl calls with web.read in the fetch step",
+            "```rust # use ruint::uint; let avogadro = uint!(602_214_076_U256); ```",
         ],
         ..BASE
     },

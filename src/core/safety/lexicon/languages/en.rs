@@ -408,6 +408,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("this account", ME),
     ("my address", ME),
     // Neutral phrases that shadow a category of their first word.
+    ("drop in replacement", 0),
+    ("drop in replacements", 0),
     ("password reset", 0),
     ("password resets", 0),
     ("passwords", SECRETS),
