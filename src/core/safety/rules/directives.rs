@@ -164,6 +164,8 @@ pub(super) static RULES: &[Rule] = &[
             "Ignore flaky tests in the previous run",
             // A cited title (normalize::without_cited_titles).
             "Reading list: Perez & Ribeiro (2022), \"Ignore Previous Prompt: Attack Techniques for Language Models\"",
+            // A question about a quoted phrase (normalize::asked_about).
+            "What does the phrase 'ignore all previous instructions' do to a chatbot, and why does it work?",
         ],
         ..BASE
     },

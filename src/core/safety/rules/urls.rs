@@ -66,8 +66,11 @@ pub(super) static RULES: &[Rule] = &[
         matcher: pattern(
             Lower,
             concat!(
-                r"\b(?:[0-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/)",
+                r"\b(?:[1-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/)",
+                r"|\b0\.(?:[1-9][0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}|0\.[1-9][0-9]{0,2}\.[0-9]{1,3}|0\.0\.[1-9][0-9]{0,2})(?::[0-9]{1,5}\b|/)",
                 r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost)(?::[0-9]{1,5})?/",
+                // 0.0.0.0 (every local interface, a listen address) with a path
+                r"|\b0\.0\.0\.0(?::[0-9]{1,5})?/",
                 r"|\[[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*\](?::[0-9]{1,5}|/)",
             ),
         ),
@@ -78,6 +81,7 @@ pub(super) static RULES: &[Rule] = &[
             "ratio 10:1",
             "open localhost:9093 after the port-forward",
             "node exporter answers on 127.0.0.1:9100 only",
+            "Prometheus listens on 0.0.0.0:9090 inside the pod",
         ],
     },
     // host.tld/path without a scheme. The TLD list leaves out ones that
