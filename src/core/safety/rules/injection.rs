@@ -1478,7 +1478,8 @@ pub(super) static RULES: &[Rule] = &[
                 "delete my", "delete all", "erase", "wipe", "destroy", "purge", "traffic",
                 "owner", "admin", "signatory", "account holder", "to @", "emergency",
                 "redirect", "reroute", "re-route", "divert", "clinical", "medical", "patient",
-                "health",
+                "health", "order", "sharing", "permission", "access level", "access right",
+                "access setting",
             ],
             concat!(
                 r"\bunlock\s+(?:my|the|our|all)\s+(?:\w+\s+){0,2}(?:doors?|locks?|gates?|garage|safe)\b",
@@ -1497,11 +1498,16 @@ pub(super) static RULES: &[Rule] = &[
                 r"|\b(?:move|copy)\s+(?:all\s+|every\s+)?(?:the\s+)?(?:files?|documents?|folders?|contents?)\s+(?:\w+\s+){0,2}from\s+\S*(?:private|personal|secret|documents|tax|finance|medical|\.ssh)\S*\s+(?:in)?to\s+['\x22]?(?:/tmp|/var/tmp|/dev/shm|\S*public|a\s+public|the\s+public)",
                 r"|\b(?:change|update|increase|raise|double|triple|adjust|modify|alter)\s+(?:my|his|her|their|the\s+patient'?s?)\s+(?:\w+\s+){0,3}(?:dosage|dose|prescription)s?\b",
                 r"|\b(?:change|update|increase|raise|double|triple|adjust|modify|alter)\s+the\s+(?:dosage|dose|prescription)\s+(?:of|for)\s+my\b",
-                r"|\b(?:delete|erase|wipe|destroy|purge)\s+(?:all\s+(?:of\s+)?)?my\s+(?:(?:medical|clinical|health|patient|personal|private|financial|tax|bank|genetic|family)\s+)?(?:\w+\s+)?(?:records|notes|documents|files|history|photos|repositor(?:y|ies)|repos?|backups)\b",
+                r"|\b(?:delete|erase|wipe|destroy|purge)\s+(?:all\s+(?:of\s+)?)?my\s+(?:(?:medical|clinical|health|patient|personal|private|financial|tax|bank|genetic|family)\s+)?(?:\w+\s+)?(?:records|notes|documents|files|history|photos|repositor(?:y|ies)|repos?|backups|products|listings|orders|contacts|posts|projects|videos|playlists)\b",
                 r"|\b(?:switch|set|change|turn|force)\s+(?:the\s+)?(?:\w+\s+){0,2}traffic\s+lights?\b",
                 // a patient's records destroyed; the owner's private notes made public
                 r"|\b(?:delete|erase|wipe|destroy|purge)\s+(?:all\s+(?:of\s+)?)?(?:the\s+)?(?:clinical|medical|patient|health)\s+(?:records|documents|notes|history|data)\b",
                 r"|\bmake\s+my\s+(?:\w+\s+){0,2}(?:notes?|journal|diary|photos|messages|medical\s+records|location|calendar)\s+public\b",
+                // a trade meant to lose; edit rights for an outside address;
+                // a patient's allergies or diagnoses rewritten
+                r"|\b(?:sell|buy)\s+order\b[^\n.]{0,80}?\b(?:below|above)\s+(?:the\s+)?(?:current\s+)?market\s+price",
+                r"|\b(?:sharing|permission|access)\s+(?:level|settings?|rights?)\b[^\n]{0,60}?\b(?:can_edit|can\s+edit|edit|owner|full|admin)\b[^\n]{0,60}?[a-z0-9._%+-]+@[a-z0-9-]+\.",
+                r"|\b(?:update|change|modify|alter|edit)\s+(?:the\s+)?(?:medical|health|patient|clinical)\s+records?\b[^\n]{0,80}?\b(?:allerg|diagnos|medication|dosage|blood\s+type)",
                 r"|\badd\s+[a-z0-9._%+-]+@[a-z0-9.-]+\s+as\s+(?:a\s+|an\s+)?(?:second\s+|co-?|joint\s+|new\s+)?(?:owner|admin|signatory|account\s+holder)\b",
             ),
         ),
