@@ -7,12 +7,21 @@ use worker::kv::KvStore;
 use worker::Env;
 
 /// The namespace.
-pub struct Kv(KvStore);
+pub struct Kv(
+    KvStore,
+    /// The binding as the runtime gives it, for a put with metadata.
+    #[cfg(feature = "write")]
+    worker::wasm_bindgen::JsValue,
+);
 
 impl Kv {
     /// The service's namespace from the environment.
     pub fn of(env: &Env) -> worker::Result<Kv> {
-        Ok(Kv(env.kv(KV_BINDING)?))
+        Ok(Kv(
+            env.kv(KV_BINDING)?,
+            #[cfg(feature = "write")]
+            worker::js_sys::Reflect::get(env, &KV_BINDING.into())?,
+        ))
     }
 
     /// The text stored at `key`, if any.
@@ -50,14 +59,24 @@ impl Kv {
     }
 
     /// Puts `value` at `key` with `metadata` (JSON text, stored as the
-    /// key's metadata object); `false` if KV refused or it is not JSON.
+    /// key's metadata object); `false` if KV refused or it is not JSON. The
+    /// runtime's own `put` with `JSON.parse`d metadata: no serde of a JSON
+    /// value in the Worker for it.
     #[cfg(feature = "write")]
     pub async fn put_with_metadata(&self, key: &str, value: &str, metadata: &str) -> bool {
-        let Ok(meta) = serde_json::from_str::<serde_json::Value>(metadata) else {
-            return false;
+        use worker::js_sys::{Function, Object, Promise, Reflect, JSON};
+        use worker::wasm_bindgen::JsCast;
+        let put = || -> Result<Promise, worker::wasm_bindgen::JsValue> {
+            let options = Object::new();
+            Reflect::set(&options, &"metadata".into(), &JSON::parse(metadata)?)?;
+            let put: Function = Reflect::get(&self.1, &"put".into())?.dyn_into()?;
+            put.call3(&self.1, &key.into(), &value.into(), &options)?
+                .dyn_into()
         };
-        match self.0.put(key, value).and_then(|p| p.metadata(meta)) {
-            Ok(put) => put.execute().await.is_ok(),
+        match put() {
+            Ok(promise) => worker::wasm_bindgen_futures::JsFuture::from(promise)
+                .await
+                .is_ok(),
             Err(_) => false,
         }
     }

@@ -10,10 +10,10 @@ use super::clock;
 use super::cold;
 use super::config::Config;
 use super::failure::Failure;
-#[cfg(feature = "entry")]
-use super::handlers::meta;
 use super::handlers::reads::ReadAs;
-use super::handlers::{history, key_log, reads, signer};
+use super::handlers::{history, reads, signer};
+#[cfg(feature = "entry")]
+use super::handlers::{key_log, meta};
 use super::http::{self, Audience, CachedRead, Reply};
 use crate::core::access;
 use crate::core::crypto::AgentId;
@@ -59,11 +59,11 @@ pub async fn read(
         Doc::Head | Doc::Capsule => {
             reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await?
         }
-        // meta.json is the entry's alone: the write Worker reached directly
-        // does not carry its reader (every Worker under 1 MiB), as it does
-        // not carry the extras' routes.
+        // meta.json and keys.json are the entry's alone: the write Worker
+        // reached directly does not carry their readers (every Worker under
+        // 1 MiB), as it does not carry the extras' routes.
         #[cfg(not(feature = "entry"))]
-        Doc::Meta => return Err(Failure::code(ReasonCode::NotFound)),
+        Doc::Meta | Doc::KeyLog => return Err(Failure::code(ReasonCode::NotFound)),
         #[cfg(feature = "entry")]
         Doc::Meta => {
             let read_as = ReadAs {
@@ -75,6 +75,7 @@ pub async fn read(
                 .await?
                 .into()
         }
+        #[cfg(feature = "entry")]
         Doc::KeyLog => {
             let read_as = ReadAs {
                 reader: reader.as_ref(),

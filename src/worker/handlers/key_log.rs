@@ -4,15 +4,18 @@
 //! decides and commits it (`objects::agent::key_events`). The POST is the
 //! write Worker's only.
 
+#[cfg(feature = "entry")]
 use super::reads::{self, ReadAs, Stored};
 #[cfg(feature = "worker")]
 use super::relay;
 use crate::core::crypto::AgentId;
+#[cfg(feature = "entry")]
 use crate::core::key_log::key_log_body;
 #[cfg(feature = "worker")]
 use crate::core::key_log::submit::{self, MAX_KEYS_BODY_BYTES};
 #[cfg(feature = "worker")]
 use crate::core::quota::ip_bucket;
+#[cfg(feature = "entry")]
 use crate::core::record::key_log_kv_key;
 #[cfg(feature = "worker")]
 use crate::core::write::Rejection;
@@ -25,19 +28,23 @@ use crate::worker::config::Config;
 #[cfg(feature = "worker")]
 use crate::worker::do_wire::{self, WriteCall};
 use crate::worker::failure::Failure;
+#[cfg(feature = "entry")]
 use crate::worker::http::CachedRead;
+#[cfg(feature = "entry")]
 use crate::worker::kv::Kv;
 #[cfg(feature = "worker")]
 use crate::worker::read_cache;
 #[cfg(feature = "worker")]
 use crate::worker::request::Incoming;
+#[cfg(feature = "entry")]
 use sha2::{Digest, Sha256};
 use worker::{Env, Response};
 
 /// `GET`/`HEAD`: the log as the agent's object last mirrored it, or an
 /// empty one for an agent that never submitted an event. The miss of an
 /// agent that never published (or that this reader may not read) is the
-/// same `capsule_not_found` head.json answers.
+/// same `capsule_not_found` head.json answers. The entry Worker's alone.
+#[cfg(feature = "entry")]
 pub async fn get(
     env: &Env,
     agent: &AgentId,
