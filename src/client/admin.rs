@@ -15,10 +15,10 @@ use super::http::{Request, Response};
 use super::{Client, Error};
 use crate::core::crypto::AgentId;
 use crate::core::limits::Tier;
+pub use crate::core::operator::admin::{AgentRecord, AgentsPage, HeadFacts};
 use crate::core::operator::auth::MIN_TOKEN_CHARS;
-use crate::core::operator::meta::{ListEntry, MetaBody};
 use crate::core::urls::ADMIN_PREFIX;
-use serde::{Deserialize, Serialize};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::fmt;
 
 /// The environment variable the operator's token is read from.
@@ -108,45 +108,6 @@ impl AgentsQuery {
             format!("?{}", q.join("&"))
         }
     }
-}
-
-/// One page of `GET /api/v1/admin/agents` (or every page, merged).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentsPage {
-    /// The agents of the page that pass the filters, in agent-id order.
-    pub agents: Vec<ListEntry>,
-    /// The next page's cursor; `None` on the last page.
-    pub cursor: Option<String>,
-    /// Agents read for the page (a filtered page may show fewer).
-    pub scanned: u64,
-    /// When the service answered.
-    pub as_of: String,
-}
-
-/// `GET /api/v1/admin/agents/{agent_id}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentRecord {
-    /// The agent.
-    pub agent_id: String,
-    /// Its list entry.
-    pub summary: ListEntry,
-    /// Its meta.json as of the request.
-    pub meta: MetaBody,
-    /// What its head says (`None` before its first accepted write).
-    pub head: Option<HeadFacts>,
-}
-
-/// The head facts of an [`AgentRecord`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HeadFacts {
-    /// The current cursor.
-    pub cursor: String,
-    /// The current seq.
-    pub seq: u64,
-    /// When it was written.
-    pub updated_at: String,
-    /// Whether the capsule is private.
-    pub private: bool,
 }
 
 impl Client {
@@ -276,18 +237,17 @@ fn admin_error(req: &Request, resp: &Response, agent: Option<&AgentId>) -> Error
     }
 }
 
-/// `s` percent-encoded for a query value (everything but RFC 3986's
-/// unreserved characters).
+/// Everything but RFC 3986's unreserved characters is percent-encoded in a
+/// query value (a list cursor is opaque text).
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `s` percent-encoded for a query value.
 fn query_value(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, QUERY_VALUE).to_string()
 }
 
 #[cfg(test)]

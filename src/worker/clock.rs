@@ -10,6 +10,13 @@ use worker::js_sys;
 /// `SELFCAP_TEST_CLOCK` var is `"1"`, which only the e2e harness sets.
 pub const TEST_NOW_HEADER: &str = "x-selfcap-test-now";
 
+/// Under `SELFCAP_TEST_CLOCK=1`, how long an agent's object waits for what
+/// its alarm does a minute later otherwise (refusals mirrored for
+/// meta.json, counts sent to the stats shard): an alarm's delay is real
+/// time, which the tests cannot move.
+#[cfg(feature = "write")]
+pub const TEST_CLOCK_ALARM_MS: u64 = 1_000;
+
 /// The runtime clock (Unix ms).
 pub fn system_now_ms() -> u64 {
     let now = js_sys::Date::now();

@@ -55,43 +55,29 @@ pub async fn read(
     }
     // head.json and capsule.json are the hot path; the rest is kept out of
     // its code (`cold`).
+    if let Doc::Head | Doc::Capsule = doc {
+        return reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await;
+    }
+    let read_as = ReadAs {
+        reader: reader.as_ref(),
+        scope: access::scope_of(&doc),
+        now_ms,
+    };
     Ok(match doc {
-        Doc::Head | Doc::Capsule => {
-            reads::handle(req, env, cfg, doc, agent, read, reader.as_ref()).await?
-        }
         // meta.json and keys.json are the entry's alone: the write Worker
         // reached directly does not carry their readers (every Worker under
         // 1 MiB), as it does not carry the extras' routes.
         #[cfg(not(feature = "entry"))]
         Doc::Meta | Doc::KeyLog => return Err(Failure::code(ReasonCode::NotFound)),
         #[cfg(feature = "entry")]
-        Doc::Meta => {
-            let read_as = ReadAs {
-                reader: reader.as_ref(),
-                scope: access::scope_of(&doc),
-                now_ms,
-            };
-            cold::path(meta::get(env, cfg, agent, read, &read_as))
-                .await?
-                .into()
-        }
+        Doc::Meta => cold::path(meta::get(env, cfg, agent, read, &read_as))
+            .await?
+            .into(),
         #[cfg(feature = "entry")]
-        Doc::KeyLog => {
-            let read_as = ReadAs {
-                reader: reader.as_ref(),
-                scope: access::scope_of(&doc),
-                now_ms,
-            };
-            cold::path(key_log::get(env, agent, read, &read_as))
-                .await?
-                .into()
-        }
+        Doc::KeyLog => cold::path(key_log::get(env, agent, read, &read_as))
+            .await?
+            .into(),
         _ => {
-            let read_as = ReadAs {
-                reader: reader.as_ref(),
-                scope: access::scope_of(&doc),
-                now_ms,
-            };
             let query = req.query_pairs();
             cold::path(history::handle(query, env, doc, agent, read, &read_as))
                 .await?

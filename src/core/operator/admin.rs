@@ -7,10 +7,11 @@
 //! admin paths exist; then the path and method.
 
 use super::auth::{bearer, read_access_token, AccessToken, AdminConfig};
-use super::meta::Filter;
+use super::meta::{Filter, ListEntry, MetaBody};
 use crate::core::crypto::AgentId;
 use crate::core::limits::Tier;
 use crate::core::reason::{ReasonCode, Refusal};
+use serde::{Deserialize, Serialize};
 
 /// Agents per page when `limit` is not given.
 pub const DEFAULT_PAGE: u64 = 100;
@@ -165,6 +166,47 @@ impl ListQuery {
         }
         Ok(q)
     }
+}
+
+/// `GET /api/v1/admin/agents`: one page of agents (the client merges every
+/// page into one of these too).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentsPage {
+    /// The agents of the page that pass the filters, in agent-id order.
+    pub agents: Vec<ListEntry>,
+    /// The next page's cursor; `None` on the last page.
+    pub cursor: Option<String>,
+    /// Agents read for the page (a filtered page may show fewer).
+    pub scanned: u64,
+    /// When the service answered.
+    pub as_of: String,
+}
+
+/// `GET /api/v1/admin/agents/{agent_id}`: one agent's operator record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    /// The agent.
+    pub agent_id: String,
+    /// Its list entry.
+    pub summary: ListEntry,
+    /// Its meta.json as of the request.
+    pub meta: MetaBody,
+    /// What its head says (`None` before its first accepted write); private
+    /// capsules included: the operator runs the service.
+    pub head: Option<HeadFacts>,
+}
+
+/// The head facts of an [`AgentRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadFacts {
+    /// The current cursor.
+    pub cursor: String,
+    /// The current seq.
+    pub seq: u64,
+    /// When it was written.
+    pub updated_at: String,
+    /// Whether the capsule is private.
+    pub private: bool,
 }
 
 #[cfg(test)]

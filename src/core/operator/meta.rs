@@ -12,7 +12,6 @@
 //! enough to ride as the KV key's metadata, so listing agents reads no value.
 
 use super::refusals::{self, Refusals};
-#[cfg(feature = "core-full")]
 use crate::core::key_log::KeysSummary;
 use crate::core::limits::{Tier, TierTable};
 use crate::core::quota::Window;
@@ -81,7 +80,6 @@ pub struct KeysMeta {
 }
 
 impl KeysMeta {
-    #[cfg(feature = "core-full")]
     fn of(k: &KeysSummary) -> KeysMeta {
         KeysMeta {
             length: k.length,
@@ -145,10 +143,7 @@ impl MetaRecord {
             refusals: Refusals::default(),
             paid: record.paid.clone(),
             history: None,
-            keys: record.keys.as_ref().map(|k| KeysMeta {
-                length: k.length,
-                disputed: k.disputed as u64,
-            }),
+            keys: record.keys.as_ref().map(KeysMeta::of),
             as_of_ms: updated_ms.unwrap_or(0),
         }
     }

@@ -8,9 +8,11 @@
 
 use crate::core::crypto::AgentId;
 use crate::core::json;
-use crate::core::operator::admin::{self, AdminRoute, Gate, ListQuery};
+use crate::core::operator::admin::{
+    self, AdminRoute, AgentRecord, AgentsPage, Gate, HeadFacts, ListQuery,
+};
 use crate::core::operator::auth::{certs_url, rsa_key, AccessConfig, AccessToken};
-use crate::core::operator::meta::{ListEntry, MetaBody, MetaRecord, Summary};
+use crate::core::operator::meta::{MetaRecord, Summary};
 use crate::core::reason::{ReasonCode, Refusal};
 use crate::core::record::{kv_key, meta_kv_key, Record, META_KV_PREFIX};
 use crate::core::time::rfc3339;
@@ -22,7 +24,6 @@ use crate::worker::http::{self, CachedRead};
 use crate::worker::kv::Kv;
 use crate::worker::request::Incoming;
 use crate::worker::{clock, log};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use worker::js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use worker::wasm_bindgen::{JsCast, JsValue};
@@ -95,19 +96,7 @@ fn refused(r: Refusal) -> Failure {
     Failure::Refused(r)
 }
 
-/// `GET /api/v1/admin/agents`.
-#[derive(Serialize)]
-struct Page {
-    /// This page's agents that pass the filters, in agent-id order.
-    agents: Vec<ListEntry>,
-    /// The next page's `cursor`; `null` on the last page.
-    cursor: Option<String>,
-    /// Keys read for this page (a filtered page may show fewer agents).
-    scanned: usize,
-    as_of: String,
-}
-
-async fn page(env: &Env, q: &ListQuery, now_ms: u64) -> Result<Page, Failure> {
+async fn page(env: &Env, q: &ListQuery, now_ms: u64) -> Result<AgentsPage, Failure> {
     let listed = Kv::of(env)?
         .list(META_KV_PREFIX, q.cursor.clone(), q.limit)
         .await
@@ -118,7 +107,7 @@ async fn page(env: &Env, q: &ListQuery, now_ms: u64) -> Result<Page, Failure> {
             }
             _ => Failure::Runtime(e),
         })?;
-    let scanned = listed.keys.len();
+    let scanned = listed.keys.len() as u64;
     let agents = listed
         .keys
         .iter()
@@ -133,7 +122,7 @@ async fn page(env: &Env, q: &ListQuery, now_ms: u64) -> Result<Page, Failure> {
         })
         .filter(|e| q.filter.admits(e))
         .collect();
-    Ok(Page {
+    Ok(AgentsPage {
         agents,
         cursor: (!listed.list_complete).then_some(listed.cursor).flatten(),
         scanned,
@@ -142,24 +131,7 @@ async fn page(env: &Env, q: &ListQuery, now_ms: u64) -> Result<Page, Failure> {
 }
 
 /// `GET /api/v1/admin/agents/{agent_id}`: the agent's list entry, its
-/// meta.json as of now, and what its head says (private capsules
-/// included: the operator runs the service).
-#[derive(Serialize)]
-struct AgentRecord {
-    agent_id: String,
-    summary: ListEntry,
-    meta: MetaBody,
-    head: Option<HeadFacts>,
-}
-
-#[derive(Serialize)]
-struct HeadFacts {
-    cursor: String,
-    seq: u64,
-    updated_at: String,
-    private: bool,
-}
-
+/// meta.json as of now, and what its head says.
 async fn record(
     env: &Env,
     agent: &AgentId,

@@ -6,14 +6,11 @@
 
 use super::{AgentDO, STATE_KEY};
 use crate::core::write::AgentState;
+use crate::worker::clock;
 use crate::worker::config::Config;
 use crate::worker::do_wire::StatsCall;
 use crate::worker::log;
 use crate::worker::storage::{load, save};
-
-/// The stats' wait under `SELFCAP_TEST_CLOCK=1`: the alarm's delay is real
-/// time, which the tests cannot move (a second instead of the minute).
-const TEST_CLOCK_FLUSH_MS: u64 = 1_000;
 
 impl AgentDO {
     /// When the object's alarm must fire next for anything but the mirror
@@ -25,7 +22,7 @@ impl AgentDO {
         if !pending || !Config::of(&self.env).test_clock {
             return due;
         }
-        let soon = crate::worker::clock::system_now_ms() + TEST_CLOCK_FLUSH_MS;
+        let soon = clock::system_now_ms() + clock::TEST_CLOCK_ALARM_MS;
         Some(due.map_or(soon, |d| d.min(soon)))
     }
 

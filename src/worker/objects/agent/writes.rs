@@ -16,9 +16,6 @@ use crate::worker::http::{self, NO_STORE};
 use crate::worker::log;
 use crate::worker::storage::{commit_atomic, parse, texts, texts_of, Alarm, Batch};
 use std::time::Duration;
-
-/// [`MIRROR_REFUSALS_WITHIN_MS`] under `SELFCAP_TEST_CLOCK=1`.
-const TEST_CLOCK_REFUSALS_WITHIN_MS: u64 = 1_000;
 use worker::{Response, Storage};
 
 impl AgentDO {
@@ -110,10 +107,8 @@ impl AgentDO {
         let mut mirror: Mirror = parse(MIRROR_KEY, mirror)?.unwrap_or_default();
         let armed = mirror.meta_pending();
         MetaRecord::mirror(&mut mirror, &call.agent, state, call.now_ms);
-        // Under the test clock the alarm's delay is real time, which the
-        // tests cannot move: a second instead of the minute.
         let within = if cfg.test_clock {
-            TEST_CLOCK_REFUSALS_WITHIN_MS
+            crate::worker::clock::TEST_CLOCK_ALARM_MS
         } else {
             MIRROR_REFUSALS_WITHIN_MS
         };
