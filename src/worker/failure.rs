@@ -25,7 +25,9 @@ pub enum Failure {
     /// the write Worker's only).
     #[cfg(feature = "worker")]
     Rejected(Rejection),
-    /// 410 `cursor_not_found`, with where to start over.
+    /// 410 `cursor_not_found`, with where to start over (a history read's:
+    /// the write Worker answers none).
+    #[cfg(any(feature = "entry", feature = "extras"))]
     CursorNotFound {
         /// The agent's history.json path.
         history_url: String,
@@ -70,6 +72,7 @@ impl Failure {
                 .first()
                 .copied()
                 .unwrap_or(ReasonCode::InvalidCapsule),
+            #[cfg(any(feature = "entry", feature = "extras"))]
             Failure::CursorNotFound { .. } => ReasonCode::CursorNotFound,
             Failure::Unavailable(_) | Failure::Runtime(_) => ReasonCode::Unavailable,
         }
@@ -95,6 +98,7 @@ impl Failure {
                 );
                 http::unavailable(audience)
             }),
+            #[cfg(any(feature = "entry", feature = "extras"))]
             Failure::CursorNotFound { history_url } => http::cursor_not_found(&history_url),
             Failure::Unavailable(detail) => http::unavailable_because(audience, detail),
             Failure::Runtime(e) => {

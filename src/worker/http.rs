@@ -96,6 +96,7 @@ fn error(code: ReasonCode, audience: Audience, detail: Option<&str>) -> Response
 
 /// 410 `cursor_not_found`: the cursor was pruned or never existed; the
 /// client starts over from the full history.
+#[cfg(any(feature = "entry", feature = "extras"))]
 pub fn cursor_not_found(history_url: &str) -> Response {
     error_body(
         ReasonCode::CursorNotFound,

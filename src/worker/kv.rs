@@ -30,7 +30,9 @@ impl Kv {
     }
 
     /// The texts stored at `keys`, in the given order, with one bulk get;
-    /// `None` if any is missing.
+    /// `None` if any is missing. (History pages and feeds: the write Worker
+    /// reads neither.)
+    #[cfg(any(feature = "entry", feature = "extras"))]
     pub async fn texts(&self, keys: &[String]) -> worker::Result<Option<Vec<String>>> {
         if keys.is_empty() {
             return Ok(Some(Vec::new()));

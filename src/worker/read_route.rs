@@ -64,9 +64,11 @@ pub async fn read(
         now_ms,
     };
     Ok(match doc {
-        // meta.json and keys.json are the entry's alone: the write Worker
-        // reached directly does not carry their readers (every Worker under
-        // 1 MiB), as it does not carry the extras' routes.
+        // meta.json, keys.json, history.json, snapshots and verify.json are
+        // the entry's alone: the write Worker reached directly does not
+        // carry their readers (every Worker under 1 MiB), as it does not
+        // carry the extras' routes. It answers export.json, which the entry
+        // forwards.
         #[cfg(not(feature = "entry"))]
         Doc::Meta | Doc::KeyLog => return Err(Failure::code(ReasonCode::NotFound)),
         #[cfg(feature = "entry")]
@@ -77,6 +79,16 @@ pub async fn read(
         Doc::KeyLog => cold::path(key_log::get(env, agent, read, &read_as))
             .await?
             .into(),
+        #[cfg(feature = "worker")]
+        Doc::Export => cold::path(history::export(env, agent, read, &read_as))
+            .await?
+            .into(),
+        // Never sent to the entry Worker (`core::entry`).
+        #[cfg(not(feature = "worker"))]
+        Doc::Export => return Err(Failure::code(ReasonCode::NotFound)),
+        #[cfg(all(feature = "write", not(feature = "extras")))]
+        _ => return Err(Failure::code(ReasonCode::NotFound)),
+        #[cfg(not(all(feature = "write", not(feature = "extras"))))]
         _ => {
             let query = req.query_pairs();
             cold::path(history::handle(query, env, doc, agent, read, &read_as))

@@ -6,7 +6,10 @@
 use serde::{de::DeserializeOwned, Serialize};
 use std::time::Duration;
 use worker::js_sys::{Array, Date, Object, Promise, Reflect};
-use worker::wasm_bindgen::JsValue;
+// The `#[wasm_bindgen]` expansion names `wasm_bindgen` unqualified.
+use worker::wasm_bindgen;
+use worker::wasm_bindgen::prelude::wasm_bindgen;
+use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::Storage;
 
@@ -87,44 +90,83 @@ pub struct Batch<'a> {
 /// any is awaited, and the runtime commits writes issued with no `await` in
 /// between together (write coalescing; alarm changes included): either all
 /// of it lands or none does. An alarm armed this way is armed exactly when
-/// the writes it must retry are stored.
+/// the writes it must retry are stored. Nothing the object sends after it
+/// (an answer, a KV put, a message) leaves before it is on disk.
 pub async fn commit_atomic(storage: &Storage, batch: &Batch<'_>) -> worker::Result<()> {
+    commit(storage, batch, false).await
+}
+
+/// [`commit_atomic`], but what the object sends next does not wait for it
+/// to reach disk (`allowUnconfirmed`). Only for a commit whose loss changes
+/// nothing any answer said: the runtime keeps the object's storage
+/// operations in order, so it can only be lost with nothing after it, and
+/// the stored state before it must already be correct (e.g. a mirror
+/// cleared once it landed: lost, the alarm the commit before it armed lands
+/// the same texts again).
+pub async fn commit_unconfirmed(storage: &Storage, batch: &Batch<'_>) -> worker::Result<()> {
+    commit(storage, batch, true).await
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The runtime's storage object, for `put(entries, options)` and
+    /// `delete(keys, options)`, which worker-sys binds without their options.
+    type StorageWithOptions;
+    #[wasm_bindgen(method, catch, js_name = put)]
+    fn put_entries(
+        this: &StorageWithOptions,
+        entries: &Object,
+        options: &Object,
+    ) -> Result<Promise, JsValue>;
+    #[wasm_bindgen(method, catch, js_name = delete)]
+    fn delete_keys(
+        this: &StorageWithOptions,
+        keys: &Array,
+        options: &Object,
+    ) -> Result<Promise, JsValue>;
+}
+
+async fn commit(storage: &Storage, batch: &Batch<'_>, unconfirmed: bool) -> worker::Result<()> {
     // Read before any write is issued, so the writes still coalesce.
     let armed = match batch.alarm {
         Alarm::By(_) => storage.get_alarm().await?,
         _ => None,
     };
+    let options = Object::new();
+    if unconfirmed {
+        Reflect::set(&options, &"allowUnconfirmed".into(), &JsValue::TRUE)?;
+    }
     let raw = storage.as_raw();
+    let with_options: &StorageWithOptions = raw.unchecked_ref();
     let mut pending: Vec<Promise> = Vec::with_capacity(3);
     if !batch.puts.is_empty() {
-        // A plain JS object: `put_multiple` would serialise a map as a JS `Map`.
-        let obj = Object::new();
+        let entries = Object::new();
         for (k, v) in batch.puts {
-            Reflect::set(&obj, &k.as_str().into(), &v.as_str().into())?;
+            Reflect::set(&entries, &k.as_str().into(), &v.as_str().into())?;
         }
-        pending.push(raw.put_multiple(obj.into())?);
+        pending.push(with_options.put_entries(&entries, &options)?);
     }
     if !batch.deletes.is_empty() {
-        let keys: Vec<JsValue> = batch
+        let keys: Array = batch
             .deletes
             .iter()
             .map(|k| JsValue::from(k.as_str()))
             .collect();
-        pending.push(raw.delete_multiple(keys)?);
+        pending.push(with_options.delete_keys(&keys, &options)?);
     }
     match batch.alarm {
         Alarm::Keep => {}
         Alarm::In(after) => {
             let at = Date::now() + after.as_millis() as f64;
-            pending.push(raw.set_alarm(Date::new(&at.into()), Object::new())?);
+            pending.push(raw.set_alarm(Date::new(&at.into()), options)?);
         }
         Alarm::By(within) => {
             let at = Date::now() + within.as_millis() as f64;
             if armed.is_none_or(|armed| armed as f64 > at) {
-                pending.push(raw.set_alarm(Date::new(&at.into()), Object::new())?);
+                pending.push(raw.set_alarm(Date::new(&at.into()), options)?);
             }
         }
-        Alarm::Delete => pending.push(raw.delete_alarm(Object::new())?),
+        Alarm::Delete => pending.push(raw.delete_alarm(options)?),
     }
     // One await for all of them.
     let all: Array = pending.into_iter().collect();

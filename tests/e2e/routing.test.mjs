@@ -2,7 +2,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
-import { startWorker } from "./harness.mjs";
+import { startWorker, WRITE_WORKER } from "./harness.mjs";
+import { newAgent, publish } from "./helpers.mjs";
 
 const ID = "0123456789abcdef".repeat(4);
 const JSON_CT = "application/json; charset=utf-8";
@@ -177,4 +178,37 @@ test("bodies answered without being read leave the kept-alive connection usable"
   }
   agent.destroy();
   assert.deepEqual(got, Array.from({ length: 10 }, () => [413, 404, 405]).flat());
+});
+
+test("the write Worker reached directly answers the write path's reads, not the entry's documents nor the extras' routes", async () => {
+  const agent = newAgent();
+  const put = await publish(w, agent, 1);
+  assert.equal(put.status, 200, put.text);
+  const writer = await w.mf.getWorker(WRITE_WORKER);
+  const direct = async (p, init) => {
+    const r = await writer.fetch(`http://127.0.0.1${p}`, init);
+    const text = await r.text();
+    return { status: r.status, json: text ? JSON.parse(text) : null };
+  };
+  // Through the entry, every one of them is answered.
+  const id = agent.agentId;
+  const entryOnly = [`/self/${id}/history.json`, `/self/${id}/verify.json`, `/self/${id}/keys.json`, `/self/${id}/meta.json`];
+  for (const p of entryOnly) assert.equal((await w.fetch(p)).status, 200, p);
+  const head = await w.fetch(`/self/${id}/head.json`);
+  const snapshot = `/self/${id}/snapshot/${head.json.cursor}.json`;
+  assert.equal((await w.fetch(snapshot)).status, 200);
+  // Directly, the entry's documents and the extras' routes are unknown routes.
+  for (const p of [...entryOnly, snapshot, "/api/v1/admin/stats"]) {
+    const r = await direct(p);
+    assert.equal(r.status, 404, p);
+    assert.deepEqual(r.json, { error: "not_found" }, p);
+  }
+  const mcp = await direct("/mcp", { method: "POST", body: "{}" });
+  assert.equal(mcp.status, 404);
+  // What the entry forwards to it, it answers: export.json, the capsule, head.json.
+  const exported = await direct(`/self/${id}/export.json`);
+  assert.equal(exported.status, 200);
+  assert.equal(exported.json.agent_id, id);
+  assert.equal((await direct(`/self/${id}/capsule.json`)).status, 200);
+  assert.equal((await direct(`/self/${id}/head.json`)).json.cursor, head.json.cursor);
 });

@@ -7,7 +7,7 @@ use crate::core::mirror::{Mirror, MirrorOp, Pass, CLEANUP_AFTER_MS};
 use crate::core::record::Record;
 use crate::worker::kv::Kv;
 use crate::worker::log;
-use crate::worker::storage::{commit_atomic, load, Alarm, Batch};
+use crate::worker::storage::{commit_unconfirmed, load, Alarm, Batch};
 use futures_util::future::join_all;
 use std::time::Duration;
 
@@ -107,7 +107,11 @@ impl AgentDO {
             puts: &puts,
             alarm,
         };
-        commit_atomic(&storage, &batch).await?;
+        // Unconfirmed: the answer and the watchers' messages need not wait
+        // for this one to reach disk. Lost, the mirror stored with the
+        // commit (or the one this keeps) is still there with its alarm
+        // armed, which lands the same texts again.
+        commit_unconfirmed(&storage, &batch).await?;
         Ok(record)
     }
 

@@ -1,62 +1,24 @@
-//! The history reads: `history.json` (newest first, `since`, paging),
-//! `snapshot/{cursor}.json`, `verify.json` and `export.json`.
-//!
-//! All but export are served from KV: one get for the history index (which
+//! history.json (newest first, `since`, paging), `snapshot/{cursor}.json`
+//! and `verify.json`, served from KV: one get for the history index (which
 //! also decides 304s), plus one bulk get for the entries a page returns.
-//! Export is assembled by the agent's Durable Object from its own storage;
-//! its 304 is still decided from KV without waking the object. Export is the
-//! write Worker's (the entry Worker forwards it, `core::entry`).
+//! The entry Worker answers them, and the extras Worker's MCP tools
+//! `self_history` and `self_verify` read through them; the write Worker
+//! does not compile them.
 
-use super::reads::{self, ReadAs};
-use super::{text_or_404, unreadable};
+use super::{index, readable_index, viewer};
 use crate::core::crypto::AgentId;
 use crate::core::history::{HistoryIndex, Query, QueryError, Report, Viewer};
 use crate::core::jcs::normalize_cursor;
 use crate::core::reason::ReasonCode;
-use crate::core::record::{entry_kv_key, history_kv_key};
+use crate::core::record::entry_kv_key;
 use crate::core::urls::Doc;
-#[cfg(feature = "worker")]
-use crate::worker::do_wire;
 use crate::worker::failure::Failure;
+use crate::worker::handlers::reads::{self, ReadAs};
 use crate::worker::http::CachedRead;
 use crate::worker::kv::Kv;
 use crate::worker::log;
 use worker::url::form_urlencoded;
 use worker::{Env, Response};
-
-/// An agent's history index from KV: what history.json, verify.json and the
-/// MCP tools `self_history` and `self_verify` are all answered from.
-pub async fn index(kv: &Kv, agent: &AgentId) -> Result<HistoryIndex, Failure> {
-    let raw = text_or_404(kv, &history_kv_key(agent)).await?;
-    serde_json::from_str(&raw)
-        .map_err(|e| unreadable("kv_history_unreadable", agent, &e.to_string()))
-}
-
-/// [`index`], for `viewer`: the miss of an agent that never published when
-/// the newest version is one it may not see (the current record it was
-/// admitted by can lag the index in KV; the head, the report and the export
-/// all describe the newest version).
-pub async fn index_for(
-    kv: &Kv,
-    agent: &AgentId,
-    viewer: &Viewer<'_>,
-) -> Result<HistoryIndex, Failure> {
-    let index = index(kv, agent).await?;
-    if index.newest_hidden_from(viewer) {
-        return Err(Failure::code(ReasonCode::CapsuleNotFound));
-    }
-    Ok(index)
-}
-
-/// Who reads, for the per-version decisions of history (§9: a version
-/// written private stays private).
-pub fn viewer<'a>(agent: &'a AgentId, read_as: &ReadAs<'a>) -> Viewer<'a> {
-    Viewer {
-        owner: agent.as_str(),
-        reader: read_as.reader.map(AgentId::as_str),
-        now_ms: read_as.now_ms,
-    }
-}
 
 /// The history.json body for a query (`Err` from [`Query::parse`] is
 /// refused here too, so both callers answer bad queries alike), each version
@@ -148,7 +110,7 @@ pub async fn verify_report(
     Ok(index.report_for(&viewer, &stored))
 }
 
-/// history.json, snapshot, verify.json or export.json (`doc` is one of them).
+/// history.json, snapshot or verify.json (`doc` is one of them).
 pub async fn handle(
     query: form_urlencoded::Parse<'_>,
     env: &Env,
@@ -166,35 +128,18 @@ pub async fn handle(
         let report = verify_report(env, agent, &index, read_as).await?;
         return Ok(read.answer(serde_json::to_vec(&report)?, &etag));
     }
-    // A private capsule's history is as private as the capsule (§12).
-    reads::readable(env, agent, read_as).await?;
-    let kv = Kv::of(env)?;
-    let viewer = viewer(agent, read_as);
-    let index = index_for(&kv, agent, &viewer).await?;
+    let (kv, index, viewer) = readable_index(env, agent, read_as).await?;
     if let Doc::Snapshot(raw_cursor) = doc {
         return snapshot(&kv, agent, &index, raw_cursor, read, &viewer).await;
     }
-    // Every other document's entity is the chain (and the key log).
+    // history.json's entity is the chain (and the key log).
     let etag = index.etag();
     let head_hash = etag.as_str();
     if let Some(not_modified) = read.fresh(head_hash) {
         return Ok(not_modified);
     }
-    match doc {
-        #[cfg(feature = "worker")]
-        Doc::Export => match do_wire::export(env, agent, &viewer).await? {
-            Some(e) => Ok(read.answer(e.body, &e.etag)),
-            None => Err(Failure::code(ReasonCode::CapsuleNotFound)),
-        },
-        // Never sent to the entry Worker (`core::entry`).
-        #[cfg(not(feature = "worker"))]
-        Doc::Export => Err(Failure::code(ReasonCode::NotFound)),
-        _ => {
-            let query = Query::parse(query);
-            let body = page(&kv, agent, &index, query, &viewer).await?;
-            Ok(read.answer(body.into_bytes(), head_hash))
-        }
-    }
+    let body = page(&kv, agent, &index, Query::parse(query), &viewer).await?;
+    Ok(read.answer(body.into_bytes(), head_hash))
 }
 
 /// `snapshot/{cursor}.json`: one entry, whose hash is its entity. A version
