@@ -101,17 +101,19 @@ macro_rules! answer_ref {
 macro_rules! answer_lace {
     () => {
         concat!(
-            r"(?:\b(?:encrypt\w*|cipher|caesar|rot13|base(?:64|32|16|58)|reverse[ds]?|backwards?|invert\w*|flip\s+the\s+order|misspell|anagrams?|shuffled|scrambled|jumbled|pig\s+latin|leetspeak|jokes?|riddles?|limericks?|persuade|convince|earn|vaccines?|prize|giveaway|free\s+(?:gift|consultation|trial)|only\s+words)\b",
+            r"(?:\b(?:encrypt\w*|cipher|caesar|rot13|base(?:64|32|16|58)|reverse[ds]?|backwards?|invert\w*|flip\s+the\s+order|misspell|anagrams?|shuffl\w*|scrambl\w*|jumbl\w*|pig\s+latin|spelling\s+(?:mistakes|errors)|typos|spelled\s+(?:\w+\s+){0,3}wrong|leetspeak|jokes?|riddles?|limericks?|persuade|convince|earn|vaccines?|prize|giveaway|free\s+(?:gift|consultation|trial)|only\s+words)\b",
             // the message altered or padded for someone else: a teaser, a
             // plug, a made-up claim
             r"|\b(?:modify|alter|augment|embellish|weave|work\s+in|slip|sneak|praises?|promot\w*|advertis\w*|sponsor\w*|special\s+offers?|subscribe\s+to|loyalty\s+program\w*|teasers?|plot\s+twists?|cliffhangers?|spoilers?|surprise\s+guests?|season\s+finale|catchy|blockbuster|bestselling|gossip|rumou?rs?|fabricat\w*|made[-\s]up|false\s+claims?|fake|misleading|baseless|non-existent|bogus|hoax|too-good-to-be-true)\b",
             r"|\b(?:use|using|matching|relevant|for)\s+emojis?\b",
             // personal questions, a scam's asks, clickbait
-            r"|\b(?:hobb(?:y|ies)|favou?rite\s+(?:hobby|food|colou?r|movie|film|book|song)|weekends?)\b",
+            r"|\b(?:hobb(?:y|ies)|favou?rite\s+(?:hobby|food|colou?r|movie|film|book|song|childhood)|weekends?|small\s+talk|pets)\b",
+            // a lure to download and run something
+            r"|\.(?:exe|apk|msi|scr|bat|dmg|vbs)\b|\bfree\s+(?:\w+\s+)?download\b|\b(?:optimi[sz]er|booster|cleaner\s+app|pc\s+cleaner|free\s+for\s+today)\b|\bspeed\s+up\s+(?:their|your)\s+(?:pc|computer|phone|device)",
             r"|\b(?:bank|card|account|login)\s+(?:details|numbers?|credentials|pin)\b|\bdate\s+of\s+birth\b|\bhome\s+address\b|\bsocial\s+security\b|\bmust\s+pay\b|\bpay\s+(?:the|a)\s+(?:\w+\s+)?fee\b",
             r"|\bbest\s+deals?\b|\btoday\s+only\b|\blimited[-\s]time\s+offer\b|\bshocking\b|\bclickbait\b|\bcannot\s+resist\b|\bwon'?t\s+believe\b",
             r"|\ban?\s+emoji\s+(?:after|before|to|at|for)\b",
-            r"|\b(?:no|without|remov\w+|delet\w+|strip)\s+(?:all\s+|any\s+|the\s+)?spaces\b|\b(?:with|into|in|only)\s+(?:an?\s+)?emojis?\b",
+            r"|\b(?:no|without|remov\w+|delet\w+|strip|eliminat\w+)\s+(?:all\s+|any\s+|the\s+|blank\s+)*(?:spaces|whitespace)\b|\b(?:with|into|in|only)\s+(?:an?\s+)?emojis?\b",
             r"|\b(?:in|all)\s+(?:capitals|uppercase|caps)\b|\b(?:without|no)\s+punctuation\b",
             r"|\bask(?:ing)?\s+(?:the\s+)?(?:user|reader)\s+(?:what|about|for|how|whether|if)\b|\bcall\s+\+?\d|\bletter\s+[a-z]\b",
             r"|\b(?:your|the)\s+password\s+(?:has\s+)?expired|\b(?:account|subscription|card)\s+(?:is\s+|has\s+been\s+)?(?:locked|suspended|compromised|blocked)",
@@ -1648,7 +1650,9 @@ pub(super) static RULES: &[Rule] = &[
                 "offer", "subscribe", "loyalty", "teaser", "twist", "cliffhanger", "spoiler",
                 "surprise", "finale", "catchy", "blockbuster", "bestselling", "gossip", "rumo",
                 "fabricat", "made up", "made-up", "false claim", "fake", "misleading",
-                "baseless", "non-existent", "bogus", "hoax", "too-good",
+                "baseless", "non-existent", "bogus", "hoax", "too-good", "typo", "spelled", "spelling",
+                "whitespace", "small talk", "pets", "childhood", ".exe", ".apk", ".msi", ".scr",
+                ".bat", ".dmg", ".vbs", "optimi", "booster", "cleaner", "speed up",
             ],
             concat!(
                 r"(?:",
