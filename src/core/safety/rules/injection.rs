@@ -68,7 +68,7 @@ macro_rules! reader_noun {
 /// The verbs of value sent out (`data_exfiltration`'s outbound rule).
 macro_rules! outbound_verb {
     () => {
-        r"\b(?:send|e-?mail|text|forward|share|transfer|wire|pay|move|withdraw|upload|give|deposit|schedule\s+a\s+payment|overmaak|overweis|uberweise|überweise|envía|envia|manda|schick)\w*\b"
+        r"\b(?:send|e-?mail|text|forward|share|transfer|wire|pay|move|withdraw|upload|give|deposit|schedule\s+a\s+payment|set\s+up\s+a\s+standing\s+order|overmaak|overweis|uberweise|überweise|envía|envia|manda|schick)\w*\b"
     };
 }
 
@@ -1295,7 +1295,7 @@ pub(super) static RULES: &[Rule] = &[
             Lower,
             &[
                 "send", "mail", "text", "forward", "share", "transfer", "wire", "pay", "move",
-                "withdraw", "upload", "give", "deposit", "overmaak", "overweis", "berweise",
+                "withdraw", "upload", "give", "deposit", "standing order", "overmaak", "overweis", "berweise",
                 "envia", "envía", "manda", "schick",
             ],
             concat!(
@@ -1515,7 +1515,9 @@ pub(super) static RULES: &[Rule] = &[
                 "redirect", "reroute", "re-route", "divert", "clinical", "medical", "patient",
                 "health", "order", "sharing", "permission", "access level", "access right",
                 "access setting", "erase", "remove", "every", "entire", "whole", "friend",
-                "neighbo", "stranger", "visitor", "user ", "fraud", "alert", "add ",
+                "neighbo", "stranger", "visitor", "user ", "fraud", "alert", "add ", "passport",
+                "ssn", "social security", "salary", "id card", "licen", "location", "card number",
+                "phone number", "address", "password", "my saved", "my card", "my credit",
             ],
             concat!(
                 r"\bunlock\s+(?:my|the|our|all)\s+(?:\w+\s+){0,2}(?:doors?|locks?|gates?|garage|safe)\b",
@@ -1549,9 +1551,14 @@ pub(super) static RULES: &[Rule] = &[
                 // handed to someone named by a handle; an outside address put
                 // on the owner's account; the alerts that would notice it off
                 r"|\b(?:delete|erase|wipe|destroy|purge|remove)\s+(?:all\s+(?:of\s+)?my|every\s+\w+\s+(?:in|on|from)\s+my|my\s+(?:entire|whole))\b",
-                r"|\b(?:grant|give|share|send|provide|hand)\b[^\n.;]{0,40}?\b(?:access|codes?|keys?|passcodes?|pins?|passwords?|rights|permissions?)\b[^\n.;]{0,40}?\b(?:to|with|for)\s+(?:the\s+)?(?:my\s+)?(?:friend|neighbou?r|guest|stranger|visitor|user)s?\s+(?:user\s+)?(?:\w+\s+)?\(?[a-z0-9_.-]*[0-9_][a-z0-9_.-]*",
+                r"|\b(?:grant|give|share|send|provide|hand)\b[^\n.;]{0,40}?\b(?:access|codes?|keys?|passcodes?|pins?|passwords?|rights|permissions?|location)\b[^\n.;]{0,40}?\b(?:to|with|for)\s+(?:the\s+)?(?:my\s+)?(?:friend|neighbou?r|guest|stranger|visitor|user)s?\s+(?:user\s+)?(?:\w+\s+)?\(?[a-z0-9_.-]*[0-9_][a-z0-9_.-]*",
                 r"|\badd\s+[a-z0-9._%+-]+@[a-z0-9.-]+\s+to\s+my\s+(?:\w+\s+){0,2}(?:accounts?|cards?|wallets?|locks?|home|vault|safe)\b",
                 r"|\b(?:disable|turn\s+off|switch\s+off|deactivate|remove|pause)\s+(?:all\s+)?(?:the\s+)?(?:fraud|security|login|sign-?in|suspicious[-\s]activity|withdrawal)\s+(?:alerts?|notifications|checks?|holds?|limits?)\s+(?:on|for|of)\s+my\b",
+                // the owner's private details made public; goods bought on the
+                // owner's card and shipped to a street address
+                r"|\b(?:(?:tweet|publish)\w*|(?:post|share|upload)\w*\b[^\n.;]{0,40}?\b(?:on|to)\s+(?:my\s+)?(?:public\s+)?(?:twitter|facebook|instagram|linkedin|reddit|tiktok|timeline|feed|wall|profile))\b[^\n.;]{0,40}?\bmy\s+(?:\w+\s+){0,2}(?:address|phone\s+number|passport|ssn|social\s+security\s+number|passwords?|salary|id\s+card|driver'?s\s+licen[cs]e|location|card\s+number)\b",
+                r"|\b(?:post|share|upload)\w*\b[^\n.;]{0,40}?\bmy\s+(?:\w+\s+){0,2}(?:address|phone\s+number|passport|ssn|social\s+security\s+number|passwords?|salary|id\s+card|driver'?s\s+licen[cs]e|location|card\s+number)\b[^\n.;]{0,60}?\b(?:public(?:ly)?|twitter|facebook|instagram|linkedin|reddit|tiktok|timeline|feed|wall)\b",
+                r"|\b(?:order|buy|purchase)\b[^\n.;]{0,80}?\bmy\s+(?:saved\s+)?(?:credit\s+)?card\b[^\n.;]{0,60}?\b(?:ship|deliver|send)\w*\s+(?:it\s+|them\s+)?to\s+\d{1,5}\s+[a-z]",
             ),
         ),
         hits: examples![
