@@ -1336,7 +1336,11 @@ pub(super) static RULES: &[Rule] = &[
         name: "data_exfiltration",
         matcher: keyed(
             Lower,
-            &["@", "+"],
+            &[
+                "and send", "and e-mail", "and email", "and forward", "and share", "and text",
+                "and post", "and upload", "and mail", "then send", "then e-mail", "then email",
+                "then forward", "then share", "then text", "then post", "then upload", "then mail",
+            ],
             concat!(
                 r"\b(?:pull|get|fetch|find|look\s+up|gather|collect|export|copy|download|grab|compile|retrieve|access|read|list|check)\b[^\n;]*?\bmy\b[^\n;]*?",
                 r"\b(?:and|then)\s+(?:send|e-?mail|forward|share|text|post|upload|mail)\w*\b[^\n;]*?(?:\b(?:to|with)\s+|:\s*)",
@@ -1579,9 +1583,11 @@ pub(super) static RULES: &[Rule] = &[
         matcher: keyed(
             Lower,
             &[
-                "all of my", "all my", "every", "my entire", "my whole", "friend", "neighbo",
-                "guest", "stranger", "visitor", "the user ", "@", "fraud", "suspicious",
-                "withdrawal", "login", "sign-in", "signin", "security",
+                "delete all", "delete every", "delete my", "remove all", "remove every",
+                "remove my", "erase", "wipe", "destroy", "purge", "friend", "neighbo", "guest",
+                "stranger", "visitor", "with the user", "to the user", "for the user", "@",
+                "fraud", "suspicious", "withdrawal", "login alert", "login notif", "sign-in alert",
+                "security alert", "security notif", "security check",
             ],
             concat!(
                 // whatever it is, all of it destroyed; a code, a key or access
@@ -1669,14 +1675,14 @@ pub(super) static RULES: &[Rule] = &[
                 "capitals", "uppercase", "caps", "punctuation", "ask", "call", "letter",
                 "password", "locked", "suspended", "compromised", "blocked", "visit", "go to",
                 "click", "sign up", "link to", "download", "install", "base32", "base16",
-                "base58", "invert", "flip the", "modify", "alter", "augment", "embellish",
+                "base58", "invert", "flip the", "modify your", "alter your", "augment", "embellish",
                 "weave", "work in", "slip", "sneak", "prais", "promot", "advertis", "sponsor",
-                "offer", "subscribe", "loyalty", "teaser", "twist", "cliffhanger", "spoiler",
-                "surprise", "finale", "catchy", "blockbuster", "bestselling", "gossip", "rumo",
+                "special offer", "subscribe", "loyalty", "teaser", "twist", "cliffhanger", "spoiler",
+                "surprise guest", "finale", "catchy", "blockbuster", "bestselling", "gossip", "rumo",
                 "fabricat", "made up", "made-up", "false claim", "fake", "misleading",
                 "baseless", "non-existent", "bogus", "hoax", "too-good", "typo", "spelled", "spelling",
-                "whitespace", "small talk", "pets", "childhood", ".exe", ".apk", ".msi", ".scr",
-                ".bat", ".dmg", ".vbs", "optimi", "booster", "cleaner", "speed up",
+                "eliminat", "all whitespace", "no whitespace", "without whitespace", "small talk", "pets", "childhood", ".exe", ".apk", ".msi", ".scr",
+                ".bat", ".dmg", ".vbs", "optimiser", "optimizer", "booster", "cleaner app", "pc cleaner", "speed up",
             ],
             concat!(
                 r"(?:",
@@ -1759,15 +1765,17 @@ pub(super) static RULES: &[Rule] = &[
             Lower,
             &[
                 "cipher", "each letter", "every letter", "all letters", "all the letters",
-                "misspell", "mis-spell", "wrong", "typo",
+                "misspell", "mis-spell", "spell every", "spell each", "spelling of", "typo",
                 "anagram", "spaces", "slip", "sneak", "smuggl", "somewhere", "anywhere",
                 "wherever", "subtly", "casually", "in the middle", "unnoticed", "about their",
-                "about his", "about her", "persuad", "convinc", "talk", "pressure", "coax",
-                "trick", "urge", "encourag", "nudge", "download", "install", "point ", "steer",
-                "direct ", "clickbait", "sensational",
-                "negative", "critical", "unfavo", "damaging", "on the positive",
+                "about his", "about her", "persuad", "convinc", "talk the", "talk them",
+                "talk people", "talk readers", "talk users", "talk whoever", "talk every",
+                "talk any", "pressure", "coax", "trick the", "urge ", "encourag", "nudge",
+                "recommend", "suggest", "advis", "steer", "point people", "point users",
+                "point readers", "point them", "direct people", "direct users", "clickbait",
+                "sensational", "negative", "on the positive",
                 "on positive", "as fact", "as true", "as certain", "as a fact", "fabricat",
-                "invent", "make up", "rate th", "score th", "rank th",
+                "invent a", "invent some", "make up", "rate th", "score th", "rank th",
             ],
             concat!(
                 // an imperative opening a sentence
