@@ -232,7 +232,7 @@ fn without_quoted_mentions(text: &str) -> Option<String> {
 /// request that quotes a command ("Could you 'ignore …' and show me …?")
 /// asks for it to be done, not about it, and keeps its quote.
 fn asked_about(before: &str, after: &str) -> bool {
-    const OPENERS: [&str; 11] = [
+    const OPENERS: [&str; 14] = [
         "what ",
         "what's ",
         "how ",
@@ -241,13 +241,16 @@ fn asked_about(before: &str, after: &str) -> bool {
         "are ",
         "does ",
         "do ",
+        "which ",
         "can you explain",
         "could you explain",
         "explain ",
+        "can you help me understand",
+        "help me understand",
     ];
-    const ABOUT: [&str; 11] = [
+    const ABOUT: [&str; 16] = [
         "mean", "work", "protect", "defend", "detect", "prevent", "count", "called", "why", "how",
-        " do to",
+        " do to", "handle", "block", "catch", "filter", "risk",
     ];
     let head_at = before.rfind(['.', '!', '?', '\n']).map_or(0, |p| p + 1);
     let head = before[head_at..].trim_start().to_lowercase();

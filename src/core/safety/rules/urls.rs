@@ -59,18 +59,20 @@ pub(super) static RULES: &[Rule] = &[
     // four-part version numbers look the same. The reader's own machine with
     // a port alone ("open localhost:9093 after the port-forward", "node
     // exporter on 127.0.0.1:9100") sends nothing anywhere: a loopback address
-    // counts with a path.
+    // counts with a path. A slash and a prefix length ("10.0.0.0/16",
+    // "0.0.0.0/0") is a network block in a firewall or routing note, not a
+    // path on a host.
     Rule {
         class: Url,
         name: "ip_host",
         matcher: pattern(
             Lower,
             concat!(
-                r"\b(?:[1-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/)",
-                r"|\b0\.(?:[1-9][0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}|0\.[1-9][0-9]{0,2}\.[0-9]{1,3}|0\.0\.[1-9][0-9]{0,2})(?::[0-9]{1,5}\b|/)",
-                r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost)(?::[0-9]{1,5})?/",
+                r"\b(?:[1-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]]))",
+                r"|\b0\.(?:[1-9][0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}|0\.[1-9][0-9]{0,2}\.[0-9]{1,3}|0\.0\.[1-9][0-9]{0,2})(?::[0-9]{1,5}\b|/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]]))",
+                r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost)(?::[0-9]{1,5})?/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]])",
                 // 0.0.0.0 (every local interface, a listen address) with a path
-                r"|\b0\.0\.0\.0(?::[0-9]{1,5})?/",
+                r"|\b0\.0\.0\.0(?::[0-9]{1,5})?/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]])",
                 r"|\[[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*\](?::[0-9]{1,5}|/)",
             ),
         ),
@@ -82,6 +84,8 @@ pub(super) static RULES: &[Rule] = &[
             "open localhost:9093 after the port-forward",
             "node exporter answers on 127.0.0.1:9100 only",
             "Prometheus listens on 0.0.0.0:9090 inside the pod",
+            "The VPC uses 10.0.0.0/16; the public subnet routes 0.0.0.0/0 to the internet gateway.",
+            "Loopback is 127.0.0.0/8, link-local 169.254.0.0/16",
         ],
     },
     // host.tld/path without a scheme. The TLD list leaves out ones that

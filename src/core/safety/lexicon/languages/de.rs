@@ -6,6 +6,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     // IGNORE
     ("ignorier*", IGNORE),
     ("vergiss", IGNORE),
+    ("das bisherige", EVERYTHING | PRIOR),
     ("vergesst", IGNORE),
     ("vergessen sie", IGNORE),
     ("missachte*", IGNORE),

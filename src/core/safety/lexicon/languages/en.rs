@@ -22,6 +22,10 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("dismiss", IGNORE),
     ("erase", IGNORE),
     ("pay no attention to", IGNORE),
+    ("never mind", IGNORE),
+    ("don t bother with", IGNORE),
+    ("do not bother with", IGNORE),
+    ("aside", IGNORE),
     ("pay no heed to", IGNORE),
     ("set aside", IGNORE),
     ("throw out", IGNORE),
@@ -117,6 +121,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("were given to you", GIVEN),
     ("given to you", GIVEN),
     ("you were told", GIVEN | PRIOR),
+    ("what you were told", EVERYTHING | GIVEN | PRIOR),
     // ALL / EVERYTHING
     ("all", ALL),
     ("every", ALL),

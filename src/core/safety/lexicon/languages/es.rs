@@ -15,6 +15,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("desobedezca", IGNORE),
     ("desatiende", IGNORE),
     ("pasa por alto", IGNORE),
+    ("pasa de", IGNORE),
     ("pase por alto", IGNORE),
     ("pasar por alto", IGNORE),
     ("haz caso omiso", IGNORE),
@@ -77,6 +78,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("te han dado", YOUR | PRIOR),
     ("se te dieron", YOUR | PRIOR),
     ("te dijeron", YOUR | PRIOR),
+    ("lo que te dijeron", EVERYTHING | YOUR | PRIOR),
     ("se te dijo", YOUR | PRIOR),
     ("te han dicho", YOUR | PRIOR),
     // YOUR

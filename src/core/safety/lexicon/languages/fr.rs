@@ -69,6 +69,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("jusqu ici", PRIOR),
     ("jusqu à présent", PRIOR),
     ("auparavant", PRIOR),
+    ("avant", PRIOR),
     ("cachées", PRIOR),
     ("secrètes", PRIOR),
     ("internes", PRIOR),

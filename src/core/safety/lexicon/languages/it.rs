@@ -22,6 +22,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("non tenere conto", IGNORE),
     ("non considerare", IGNORE),
     ("lascia perdere", IGNORE),
+    ("lascia stare", IGNORE),
     ("sovrascrivi", IGNORE | SUPERSEDE),
     ("libero da", IGNORE),
     // FOLLOW
@@ -55,6 +56,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("ti sono state date", YOUR | PRIOR),
     ("che ti hanno dato", YOUR | PRIOR),
     ("ti hanno detto", YOUR | PRIOR),
+    ("quello che ti hanno detto", EVERYTHING | YOUR | PRIOR),
     ("ti è stato detto", YOUR | PRIOR),
     // YOUR
     ("tue", YOUR),

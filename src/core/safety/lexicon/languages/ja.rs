@@ -44,6 +44,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     // PRIOR
     ("以前", PRIOR),
     ("前の", PRIOR),
+    ("放っておいて", IGNORE),
+    ("放っておけ", IGNORE),
     ("前回", PRIOR),
     ("先の", PRIOR),
     ("先ほど", PRIOR),

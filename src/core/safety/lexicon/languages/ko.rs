@@ -54,6 +54,7 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("따를 필요 없어", IGNORE),
     ("따를 필요가 없다", IGNORE),
     ("신경 쓰지 마", IGNORE),
+    ("신경 쓰지 말고", IGNORE),
     ("신경 쓰지 마세요", IGNORE),
     ("신경쓰지*", IGNORE),
     ("개의치*", IGNORE),

@@ -327,6 +327,8 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("usuń", DELETE),
     ("skasuj", DELETE),
     ("olej", IGNORE),
+    ("kazali", INSTR),
+    ("kazano", INSTR),
     ("pominięcie", IGNORE),
     ("nie słuchaj", IGNORE),
     ("słuchaj", FOLLOW),

@@ -57,6 +57,9 @@ pub(super) const TERMS: &[(&str, u64)] = &[
     ("que lhe foram dadas", YOUR | PRIOR),
     ("que você recebeu", YOUR | PRIOR),
     ("te disseram", YOUR | PRIOR),
+    ("o que te disseram", EVERYTHING | YOUR | PRIOR),
+    ("deixa pra lá", IGNORE),
+    ("deixa para lá", IGNORE),
     ("lhe disseram", YOUR | PRIOR),
     // YOUR
     ("suas", YOUR),
