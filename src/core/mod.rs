@@ -46,6 +46,7 @@ pub mod crypto;
 #[cfg(feature = "core-full")]
 pub mod diff;
 pub mod entry;
+pub mod envelope;
 pub mod history;
 pub mod jcs;
 pub mod json;

@@ -9,9 +9,8 @@
 //! Nothing before the signature check looks at stored state, so an
 //! unauthenticated request learns nothing about the agent.
 
-use crate::core::crypto::{
-    is_lower_hex, write_digest_of_canonical, AgentId, PublicKey, SIGNATURE_ALG,
-};
+use crate::core::crypto::{AgentId, PublicKey};
+use crate::core::envelope::{self, EnvelopeError, ShapeProblem, Signed};
 use crate::core::history::{
     self, ChainHead, Entry, HistoryIndex, Keyring, NewVersion, ServiceKey, WriteChecked,
 };
@@ -31,18 +30,11 @@ use crate::core::urls::Doc;
 use crate::core::validate::{self, Violation};
 use serde::{Deserialize, Serialize};
 
+pub use crate::core::envelope::{Signature, Signer};
+
 /// The largest seq: 2^53 - 1, the largest integer every JSON reader holds
 /// exactly. An agent whose last accepted seq is this can write no more.
 pub const MAX_SEQ: u64 = json::MAX_SAFE_INTEGER;
-
-const ENVELOPE_FIELDS: &[&str] = &[
-    "agent_id",
-    "public_key",
-    "seq",
-    "signature_alg",
-    "signature",
-    "capsule",
-];
 
 /// Everything the agent's Durable Object persists about it (one value).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -318,16 +310,71 @@ impl From<reason::Refusal> for Rejection {
     }
 }
 
-/// The parsed envelope after the signature checked out.
-struct Signed {
-    seq: u64,
-    capsule: Json,
-    /// The capsule's RFC 8785 text (the signed message holds it; size and
-    /// cursor are taken from it too).
-    canonical: String,
-    public_key: PublicKey,
-    signature: String,
-    digest: [u8; 32],
+/// The wording of each envelope refusal (`core::envelope` says only what
+/// was wrong). An unknown member's key is echoed only when the scanner
+/// finds nothing in it (`validate::unknown_field_path`).
+impl From<EnvelopeError> for Rejection {
+    fn from(e: EnvelopeError) -> Rejection {
+        match e {
+            EnvelopeError::TooLarge(observed) => Rejection::payload_too_large(observed),
+            EnvelopeError::Json(e) => {
+                let what = match e {
+                    JsonError::DuplicateKey(_) => "duplicate object key".to_string(),
+                    other => other.to_string(),
+                };
+                Rejection::one(
+                    R::InvalidJson,
+                    format!("body is not acceptable JSON: {what}"),
+                )
+            }
+            EnvelopeError::NotAnObject => Rejection::one(
+                R::InvalidJson,
+                "body must be a JSON object (the signed envelope)",
+            ),
+            EnvelopeError::Shape(problems) => {
+                let shape: Vec<Violation> = problems.into_iter().map(violation_of).collect();
+                let mut r = Rejection::new(
+                    validate::codes(&shape),
+                    format!("envelope is malformed ({} problems)", shape.len()),
+                );
+                r.findings = shape.into_iter().map(FindingOut::Schema).collect();
+                r
+            }
+            EnvelopeError::BadSignature(why) => Rejection::one(R::BadSignature, why),
+            EnvelopeError::NotTheAgentsKey => Rejection::not_the_agents_key(),
+        }
+    }
+}
+
+fn violation_of(problem: ShapeProblem) -> Violation {
+    let (code, path, message) = match problem {
+        ShapeProblem::UnknownField(key) => (
+            R::UnknownField,
+            validate::unknown_field_path("$", &key),
+            "not an envelope field",
+        ),
+        ShapeProblem::BadSeq => (
+            R::BadSeq,
+            "$.seq".into(),
+            "required integer in 0..=9007199254740991",
+        ),
+        ShapeProblem::NoCapsule => (R::InvalidCapsule, "$.capsule".into(), "required, an object"),
+        ShapeProblem::AgentId => (
+            R::AgentId,
+            "$.agent_id".into(),
+            "must equal the agent id in the path",
+        ),
+        ShapeProblem::CapsuleAgentId => (
+            R::AgentId,
+            "$.capsule.agent_id".into(),
+            "must equal the agent id in the path",
+        ),
+    };
+    Violation {
+        code,
+        path,
+        message: message.to_owned(),
+    }
 }
 
 /// The checks on the capsule itself, in contract order: the
@@ -405,16 +452,6 @@ pub fn precheck(body: &[u8], path_agent: &AgentId, signer: Signer) -> Result<(),
     authenticate_body(body, path_agent, Signature::Verify, signer).map(|_| ())
 }
 
-/// Whose key the stateless pre-check holds a write's signer to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signer {
-    /// The genesis key: every agent without a key log.
-    Genesis,
-    /// Any key: the agent has a key log, and its object checks the key
-    /// against it.
-    KeyLog,
-}
-
 /// What a write is held to besides the capsule rules.
 #[derive(Debug, Clone, Copy)]
 pub struct Terms<'a> {
@@ -448,42 +485,6 @@ impl Terms<'_> {
             with_key_event: None,
         }
     }
-}
-
-/// Whether [`check`] still verifies the body's signature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signature {
-    /// Verify it.
-    Verify,
-    /// [`precheck`] verified these exact bytes already: the Worker runs it
-    /// before handing a body to the agent's Durable Object, which nothing
-    /// but the Worker can reach, so the object does not verify again (an
-    /// Ed25519 verification is the largest single cost of a write check).
-    /// Everything else, the envelope's shape and the key's hash included,
-    /// is still checked.
-    Prechecked,
-}
-
-fn authenticate_body(
-    body: &[u8],
-    path_agent: &AgentId,
-    signature: Signature,
-    signer: Signer,
-) -> Result<Signed, Rejection> {
-    if body.len() > MAX_BODY_BYTES {
-        return Err(Rejection::payload_too_large(body.len() as u64));
-    }
-    let envelope = json::parse(body).map_err(|e| {
-        let what = match e {
-            JsonError::DuplicateKey(_) => "duplicate object key".to_string(),
-            other => other.to_string(),
-        };
-        Rejection::one(
-            R::InvalidJson,
-            format!("body is not acceptable JSON: {what}"),
-        )
-    })?;
-    authenticate(&envelope, path_agent, signature, signer)
 }
 
 /// Decides everything about a PUT that does not need another object's state.
@@ -578,111 +579,15 @@ pub fn check(
     })
 }
 
-/// Envelope shape, then signature. Looks at nothing stored.
-fn authenticate(
-    envelope: &Json,
+/// The envelope of `body`, authenticated (`core::envelope`), or the
+/// rejection that says why not.
+fn authenticate_body(
+    body: &[u8],
     path_agent: &AgentId,
-    check_signature: Signature,
+    signature: Signature,
     signer: Signer,
 ) -> Result<Signed, Rejection> {
-    let Some(entries) = envelope.as_object() else {
-        return Err(Rejection::one(
-            R::InvalidJson,
-            "body must be a JSON object (the signed envelope)",
-        ));
-    };
-    let mut shape: Vec<Violation> = Vec::new();
-    let mut flag = |code, at: String, message: &str| {
-        shape.push(Violation {
-            code,
-            path: at,
-            message: message.to_owned(),
-        })
-    };
-    for (k, _) in entries {
-        if !ENVELOPE_FIELDS.contains(&k.as_str()) {
-            flag(
-                R::UnknownField,
-                validate::unknown_field_path("$", k),
-                "not an envelope field",
-            );
-        }
-    }
-    let seq = envelope.get("seq").and_then(Json::as_safe_u64);
-    if seq.is_none() {
-        flag(
-            R::BadSeq,
-            "$.seq".into(),
-            "required integer in 0..=9007199254740991",
-        );
-    }
-    let capsule = envelope.get("capsule").filter(|c| c.as_object().is_some());
-    if capsule.is_none() {
-        flag(R::InvalidCapsule, "$.capsule".into(), "required, an object");
-    }
-    match envelope.get("agent_id") {
-        Some(Json::String(s)) if s == path_agent.as_str() => {}
-        None => {}
-        Some(_) => flag(
-            R::AgentId,
-            "$.agent_id".into(),
-            "must equal the agent id in the path",
-        ),
-    }
-    if let Some(Json::String(s)) = capsule.and_then(|c| c.get("agent_id")) {
-        if s != path_agent.as_str() {
-            flag(
-                R::AgentId,
-                "$.capsule.agent_id".into(),
-                "must equal the agent id in the path",
-            );
-        }
-    }
-    let (Some(seq), Some(capsule), true) = (seq, capsule, shape.is_empty()) else {
-        let mut r = Rejection::new(
-            validate::codes(&shape),
-            format!("envelope is malformed ({} problems)", shape.len()),
-        );
-        r.findings = shape.into_iter().map(FindingOut::Schema).collect();
-        return Err(r);
-    };
-
-    let bad = |why: &str| Rejection::one(R::BadSignature, why.to_owned());
-    match envelope.get("signature_alg") {
-        None => {}
-        Some(Json::String(s)) if s == SIGNATURE_ALG => {}
-        Some(_) => return Err(bad("signature_alg must be \"ed25519\" or absent")),
-    }
-    let public_key = envelope
-        .get("public_key")
-        .and_then(Json::as_str)
-        .ok_or_else(|| bad("public_key is required (64 lowercase hex characters)"))
-        .and_then(|s| PublicKey::from_hex(s).map_err(|e| bad(&e.to_string())))?;
-    if signer == Signer::Genesis && &public_key.agent_id() != path_agent {
-        return Err(Rejection::not_the_agents_key());
-    }
-    let signature = envelope
-        .get("signature")
-        .and_then(Json::as_str)
-        .filter(|s| is_lower_hex(s, 128))
-        .ok_or_else(|| bad("signature is required (128 lowercase hex characters)"))?;
-    let mut sig = [0u8; 64];
-    hex::decode_to_slice(signature, &mut sig).map_err(|_| bad("signature is not hex"))?;
-    let canonical = jcs::canonicalize(capsule);
-    let digest = write_digest_of_canonical(path_agent, seq, &canonical);
-    if check_signature == Signature::Verify && !public_key.verify(&digest, &sig) {
-        return Err(bad(
-            "signature does not verify over sha256(JCS({agent_id, seq, capsule}))",
-        ));
-    }
-    Ok(Signed {
-        seq,
-        capsule: capsule.clone(),
-        canonical,
-        public_key,
-        signature: signature.to_owned(),
-        digest,
-    })
+    envelope::authenticate_body(body, path_agent, signature, signer).map_err(Rejection::from)
 }
 
 /// The signer of an agent with a key log must be its current key. An
