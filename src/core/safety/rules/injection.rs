@@ -4,7 +4,7 @@
 //! families are in `directives.rs`.
 
 use super::{
-    keyed, pattern, Check, Matcher, Rule,
+    keyed, keyed_also, pattern, Check, Matcher, Rule,
     View::{Lower, Raw, Squeezed},
     BASE,
 };
@@ -493,6 +493,7 @@ pub(super) static RULES: &[Rule] = &[
             view: Lower,
             check: Check::NotReported,
             keywords: &["sudo", "su", "chmod", "chown"],
+            also: &[],
             regex: concat!(
                 r"((?:\b[a-z]+\s+){0,2})(?:",
                 r"\bsudo\s+(?:-[a-z]+\s+(?:[a-z0-9_-]+\s+)?)*",
@@ -963,6 +964,7 @@ pub(super) static RULES: &[Rule] = &[
                 "rehydrate",
                 "polic",
             ],
+            also: &[],
             regex: concat!(
                 r"(?:deny_[a-z_]+|\bdeny\s+flags?|\bno_(?:shell|network|net|secret|export|exec|internet|web|fetch|pay|pii|mail|email|file|write|tool|external|code|brows|download|upload|delet|sudo|root|outbound|http)[a-z_]*|\bconstraints?\s+(?:block|list|object|array)|\bthe\s+constraints\b|\bpolicy\s+(?:object|block|flags?)|\bpolicies\b|allowed_domains|allowed_tools|tool_allowlist|\ballowlist\b|rehydrate_mode|max_rehydrate_tokens)",
                 r"([^.;!?\n]*?)",
@@ -1129,6 +1131,7 @@ pub(super) static RULES: &[Rule] = &[
                 "expired",
                 "exceeded",
             ],
+            also: &[],
             regex: concat!(
                 r"(?:",
                 r"\b(?:auditor|audit(?:\s+(?:team|finding))?|reviewer|review\s+board|code\s+review|compliance(?:\s+team)?|operator|administrator|admin|security(?:\s+(?:team|officer|review))?|ciso|maintainer|trust\s+(?:and|&)\s+safety|developer|engineering\s+team|platform(?:\s+safety)?(?:\s+team)?)(?:'s)?",
@@ -1219,6 +1222,7 @@ pub(super) static RULES: &[Rule] = &[
             keywords: &[
                 "limit", "list", "ban ", "bans", "restriction", "approved", "rule", "polic", "write",
             ],
+            also: &[],
             regex: concat!(
                 r"(?:\b(?:tool|domain|site|network|shell|command|secret|export)s?\s+(?:limits?|lists?|bans?|restrictions?|rules?|allow\s*list|allowlist|polic(?:y|ies)|writes?)",
                 r"|\b(?:your|these|its|the\s+usual)\s+(?:restrictions|limits)|\brestrictions\s+(?:above|in\s+this\s+capsule|of\s+this\s+capsule)",
@@ -1291,13 +1295,16 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "data_exfiltration",
-        matcher: keyed(
+        matcher: keyed_also(
             Lower,
             &[
                 "send", "mail", "text", "forward", "share", "transfer", "wire", "pay", "move",
                 "withdraw", "upload", "give", "deposit", "standing order", "overmaak", "overweis", "berweise",
                 "envia", "envía", "manda", "schick",
             ],
+            // every address it ends at holds an "@" or a digit (an e-mail,
+            // an IBAN, an account or phone number, a 0x or bc1 wallet)
+            &["@", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"],
             concat!(
                 // what is sent (value, or data about a person or an
                 // account), before or after the verb
@@ -1471,6 +1478,7 @@ pub(super) static RULES: &[Rule] = &[
             view: Lower,
             check: Check::Unnegated,
             keywords: &["agent", "assistant", "bot", "llm", "language model"],
+            also: &[],
             regex: concat!(
                 // one group: the check reads the whole match
                 r"((?:\b(?:agents?|assistants?|bots?|llms?|language\s+models?)\b\s*(?:[,:]|must|should|shall|(?:are|is)\s+(?:required|expected|instructed|asked|supposed)\s+to|need\s+to|have\s+to)\s+",
@@ -1661,7 +1669,7 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "answer_tampering",
-        matcher: keyed(
+        matcher: keyed_also(
             Lower,
             &[
                 // what laces an answer: rarer than the words that name it
@@ -1683,6 +1691,13 @@ pub(super) static RULES: &[Rule] = &[
                 "baseless", "non-existent", "bogus", "hoax", "too-good", "typo", "spelled", "spelling",
                 "eliminat", "all whitespace", "no whitespace", "without whitespace", "small talk", "pets", "childhood", ".exe", ".apk", ".msi", ".scr",
                 ".bat", ".dmg", ".vbs", "optimiser", "optimizer", "booster", "cleaner app", "pc cleaner", "speed up",
+            ],
+            // and every match names the answer (`answer_ref!`): one of its
+            // nouns, the reader it tells, or the words that open it
+            &[
+                "answer", "repl", "respon", "output", "summary", "messag", "reader", "user",
+                "customer", "visitor", "sentence", "word", "line", "paragraph", "text", "open",
+                "start", "begin", "headline",
             ],
             concat!(
                 r"(?:",

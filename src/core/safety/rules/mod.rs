@@ -117,6 +117,11 @@ pub(super) enum Matcher {
         view: View,
         check: Check,
         keywords: &'static [&'static str],
+        /// Literals (any case) of which every match also contains at least
+        /// one, looked for in the rule's own view once a keyword woke the
+        /// rule: a rule whose match needs two parts keyed by the rarer one
+        /// still skips the texts without the other (empty: no second test).
+        also: &'static [&'static str],
         regex: &'static str,
     },
     /// A structural check over the views: checksums, word lists, code
@@ -176,6 +181,24 @@ pub(super) const fn keyed(
         view,
         check: Check::None,
         keywords,
+        also: &[],
+        regex,
+    }
+}
+
+/// A pattern rule on `view`, run only where one of `keywords` occurs and
+/// the view holds one of `also` (every match contains one of each).
+pub(super) const fn keyed_also(
+    view: View,
+    keywords: &'static [&'static str],
+    also: &'static [&'static str],
+    regex: &'static str,
+) -> Matcher {
+    Matcher::Pattern {
+        view,
+        check: Check::None,
+        keywords,
+        also,
         regex,
     }
 }
@@ -187,6 +210,7 @@ pub(super) const fn checked(keywords: &'static [&'static str], regex: &'static s
         view: View::Raw,
         check: Check::CredentialValue,
         keywords,
+        also: &[],
         regex,
     }
 }

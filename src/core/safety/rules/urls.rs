@@ -100,6 +100,7 @@ pub(super) static RULES: &[Rule] = &[
             view: Lower,
             check: Check::NotImageReference,
             keywords: &["/"],
+            also: &[],
             regex: concat!(
                 r"\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+",
                 r"(?:com|net|org|io|ai|dev|app|co|me|info|biz|xyz|ru|cn|tk|top|gg|ly|cc|us|uk|de|fr|in|jp|",
