@@ -177,13 +177,7 @@ pub(super) const fn keyed(
     keywords: &'static [&'static str],
     regex: &'static str,
 ) -> Matcher {
-    Matcher::Pattern {
-        view,
-        check: Check::None,
-        keywords,
-        also: &[],
-        regex,
-    }
+    keyed_also(view, keywords, &[], regex)
 }
 
 /// A pattern rule on `view`, run only where one of `keywords` occurs and
