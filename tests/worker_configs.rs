@@ -1,7 +1,8 @@
 //! The three Workers' wrangler configs agree with each other and with the
 //! code: the entry (`wrangler.toml`) calls the write Worker
 //! (`wrangler.write.toml`) and the extras Worker (`wrangler.extras.toml`) by
-//! their names, binds the write Worker's `NonceDO` class across; all three
+//! their names, binds the write Worker's `NonceDO` and `AgentDO` classes
+//! across (a signed read's nonce; a PUT whose envelope authenticates); all three
 //! read the same KV namespace under the same compatibility date; the write
 //! Worker binds and migrates every Durable Object class the code defines;
 //! the extras Worker defines none, binds each one it calls across, and owns
@@ -168,20 +169,38 @@ fn the_entry_calls_the_workers_behind_it_by_their_names_and_all_share_one_namesp
 }
 
 #[test]
-fn the_durable_objects_are_the_write_workers_and_the_entry_binds_one_across() {
+fn the_durable_objects_are_the_write_workers_and_the_entry_binds_two_across() {
     let entry = Config::read("wrangler.toml");
     let write = Config::read("wrangler.write.toml");
     let writer = write.top.get("name").unwrap();
 
-    // The entry: NONCE_DO only, the write Worker's class; no class of its own.
-    let bound = entry.all("durable_objects.bindings");
-    assert_eq!(bound.len(), 1);
+    // The entry: NONCE_DO and AGENT_DO only, the write Worker's classes; no
+    // class of its own.
+    let mut bound: Vec<(String, String)> = entry
+        .all("durable_objects.bindings")
+        .iter()
+        .map(|t| {
+            assert_eq!(t.get("script_name"), Some(writer));
+            (
+                t.get("name").unwrap().to_owned(),
+                t.get("class_name").unwrap().to_owned(),
+            )
+        })
+        .collect();
+    bound.sort();
     assert_eq!(
-        bound[0].get("name"),
-        Some(constant("src/worker/config.rs", "NONCE_DO_BINDING").as_str())
+        bound,
+        [
+            (
+                constant("src/worker/config.rs", "AGENT_DO_BINDING"),
+                "AgentDO".to_owned()
+            ),
+            (
+                constant("src/worker/config.rs", "NONCE_DO_BINDING"),
+                "NonceDO".to_owned()
+            ),
+        ]
     );
-    assert_eq!(bound[0].get("class_name"), Some("NonceDO"));
-    assert_eq!(bound[0].get("script_name"), Some(writer));
     assert!(!entry.has("migrations") && !entry.has("triggers"));
 
     // The write Worker binds every class the code defines, and migrates it.

@@ -198,6 +198,7 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
         "do_json",
         "do_wire",
         "nonce_wire",
+        "write_wire",
         "handlers",
         "objects",
         "routes",
@@ -244,6 +245,7 @@ fn layering_problems(edges: &BTreeSet<(String, String)>) -> Vec<String> {
         ("do_wire", BELOW_WIRE),
         ("do_json", BELOW_WIRE),
         ("nonce_wire", BELOW_WIRE),
+        ("write_wire", BELOW_WIRE),
         // Failures are answered with http's builders, and used by
         // everything above it.
         (
@@ -515,8 +517,10 @@ fn the_entry_worker_compiles_none_of_the_write_side() {
         "handlers::signer",
         "read_cache",
         "nonce_wire",
+        "write_wire",
         "entry",
         "entry::forward",
+        "entry::write",
     ] {
         assert!(
             !write.contains(m),

@@ -6,10 +6,15 @@
 //! alone decides (404, 400 `bad_agent_id`, 405, CORS preflight). The routes
 //! off the capsule's write path go, as they came, to the extras Worker: MCP,
 //! the upgrade's quote, claim and x402, and the projected feeds (both
-//! documents and their WebSocket). Everything else goes to the write Worker,
-//! which owns the Durable Objects: writes, key events, bootstrap, the
-//! keyring, export.json (which the agent's object assembles), a head.json
-//! long-poll (which it holds) and the agent's WebSocket.
+//! documents and their WebSocket). A PUT of capsule.json is the entry's to
+//! send on: one whose envelope authenticates against the agent's genesis key
+//! (`core::envelope`, no stored state) it sends straight to the agent's
+//! Durable Object, one hop instead of two, and it leaves every other to the
+//! write Worker, body as it came, which words and logs every refusal and
+//! reads a rotated signer's key. Everything else goes to the write Worker,
+//! which owns the Durable Objects: key events, bootstrap, the keyring,
+//! export.json (which the agent's object assembles), a head.json long-poll
+//! (which it holds) and the agent's WebSocket.
 //!
 //! Decided before anything is read or checked: a signed read the entry
 //! forwards has not had its nonce spent, so the write Worker checks it once.
@@ -57,7 +62,7 @@ pub fn answerer<'a>(
             doc: Doc::Export, ..
         } => Answerer::Writer,
         Action::Read { doc: Doc::Head, .. } if asks_to_wait() => Answerer::Writer,
-        a @ Action::Read { .. } => Answerer::Entry(a),
+        a @ (Action::Read { .. } | Action::Write { .. }) => Answerer::Entry(a),
         Action::Mcp
         | Action::Quote
         | Action::Claim
@@ -204,9 +209,21 @@ mod tests {
     }
 
     #[test]
-    fn writes_key_events_bootstrap_and_the_agents_socket_go_to_the_write_worker() {
+    fn a_put_of_capsule_json_is_the_entrys_to_send_on() {
+        for path in [
+            format!("/self/{ID}/capsule.json"),
+            format!("/api/v1/self/{ID}/capsule.json"),
+        ] {
+            assert!(matches!(
+                answerer(Route::parse(&path), Method::Put, || true),
+                Answerer::Entry(Action::Write { agent }) if agent.as_str() == ID
+            ));
+        }
+    }
+
+    #[test]
+    fn key_events_bootstrap_and_the_agents_socket_go_to_the_write_worker() {
         for (path, method) in [
-            (format!("/self/{ID}/capsule.json"), Method::Put),
             (format!("/self/{ID}/keys.json"), Method::Post),
             (format!("/self/{ID}/export.json"), Method::Get),
             (format!("/api/v1/self/{ID}/export.json"), Method::Head),

@@ -35,8 +35,8 @@ thread_local! {
 
 /// The KV namespace binding.
 pub const KV_BINDING: &str = "SELF";
-/// The per-agent Durable Object binding.
-#[cfg(feature = "worker")]
+/// The per-agent Durable Object binding (the entry Worker's across, for
+/// the writes it sends straight to the agent's object).
 pub const AGENT_DO_BINDING: &str = "AGENT_DO";
 /// The per-address quota Durable Object binding.
 #[cfg(feature = "worker")]

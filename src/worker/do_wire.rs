@@ -5,8 +5,8 @@
 //!
 //! | call                 | from            | to                      |
 //! |----------------------|-----------------|-------------------------|
-//! | [`AgentCall::Write`] | write handler   | the agent's object      |
-//! | [`AgentCall::KeyEvent`] | keys.json POST | the agent's object     |
+//! | [`AgentCall::Write`] (`write_wire`) | the entry's PUT, write handler | the agent's object |
+//! | [`AgentCall::KeyEvent`] (`write_wire`) | keys.json POST | the agent's object |
 //! | [`AgentCall::Export`]| export handler  | the agent's object      |
 //! | [`Reserve`]          | the agent object| the client address's quota object |
 //! | [`AgentCall::Quote`] | quote handler   | the agent's object      |
@@ -28,7 +28,6 @@ pub mod feed;
 pub mod stats;
 
 use super::body;
-use super::clock;
 use super::config::{AGENT_DO_BINDING, IP_QUOTA_DO_BINDING, PAYMENT_DO_BINDING, TAGS_DO_BINDING};
 pub use super::do_json::answer;
 #[cfg(feature = "write")]
@@ -39,17 +38,15 @@ use super::do_json::{ask, json_of, read_posted};
 /// The read path's one call (also made by the entry Worker).
 #[cfg(feature = "write")]
 pub use super::nonce_wire::NonceCheck;
+use super::write_wire::{self, Relayed, WriteCall, WriteKind};
 use crate::core::crypto::AgentId;
 use crate::core::history::Viewer;
 use crate::core::limits::Tier;
 use crate::core::upgrade::outcome::PaymentRecord;
 use serde::{Deserialize, Serialize};
 pub use stats::StatsCall;
-use worker::js_sys::Uint8Array;
 use worker::{Env, Headers, Method, Request, RequestInit, Response, ResponseBuilder};
 
-const WRITE_URL: &str = "https://agent.do/write";
-const KEY_EVENT_URL: &str = "https://agent.do/keys";
 const EXPORT_URL: &str = "https://agent.do/export";
 const RESERVE_URL: &str = "https://ip-quota.do/reserve";
 const QUOTE_SLOT_URL: &str = "https://ip-quota.do/quote";
@@ -60,21 +57,8 @@ const WATCH_URL: &str = "https://agent.do/watch";
 const WAIT_URL: &str = "https://agent.do/wait";
 const TAG_URL: &str = "https://tags.do/allocate";
 const BIND_URL: &str = "https://payment.do/bind";
-/// The agent (a Durable Object does not reliably know its own name).
-const AGENT_HEADER: &str = "x-selfcap-agent";
-/// The Worker's "now", so both halves of one request agree on the time.
-const NOW_HEADER: &str = "x-selfcap-now";
-/// The client's quota bucket (`core::quota::ip_bucket`).
-const IP_HEADER: &str = "x-selfcap-ip";
-/// Test-only fault injection: skip this write's first KV mirror attempt.
-const FAIL_MIRROR_HEADER: &str = "x-selfcap-fail-mirror";
 /// A watch's call (JSON): a WebSocket upgrade is a GET and has no body.
 const CALL_HEADER: &str = "x-selfcap-call";
-/// On an accepted write's answer: the seq it committed.
-const WRITTEN_SEQ_HEADER: &str = "x-selfcap-written-seq";
-/// On an accepted write's answer, when a location may hold a projected
-/// head of the agent (`AgentState::projection_may_be_kept`).
-const PROJECTION_HEADER: &str = "x-selfcap-projection";
 
 /// A call to an agent's Durable Object.
 pub enum AgentCall {
@@ -206,71 +190,6 @@ pub struct ClaimCall {
     pub now_ms: u64,
 }
 
-/// A PUT that passed the Worker's stateless pre-check.
-pub struct WriteCall {
-    /// The agent in the path.
-    pub agent: AgentId,
-    /// The request's "now" (Unix ms).
-    pub now_ms: u64,
-    /// The client's new-agent quota bucket.
-    pub ip_bucket: String,
-    /// Test hook: leave KV stale so the alarm retry runs.
-    pub fail_mirror: bool,
-    /// The body, already capped.
-    pub body: Vec<u8>,
-}
-
-/// What the agent object answered a write: relayed to the client as is.
-pub struct Relayed {
-    /// HTTP status.
-    pub status: u16,
-    /// JSON body.
-    pub body: Vec<u8>,
-    /// `Retry-After`, when the decision carried a wait.
-    pub retry_after: Option<String>,
-    /// The [`X402_HEADERS`] it carries.
-    pub x402: Vec<(&'static str, String)>,
-    /// What an accepted write committed, as its answer says.
-    pub written: Option<Written>,
-}
-
-/// What an accepted write tells the Worker besides its answer, so the
-/// location that took it can replace its copies (`read_cache::written`)
-/// without parsing the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Written {
-    /// The committed seq.
-    pub seq: u64,
-    /// Whether a location may hold a projected head of the agent.
-    pub projection: bool,
-}
-
-impl Written {
-    /// Object side: marks an accepted write's answer (`resp`).
-    pub fn mark(&self, resp: &Response) -> worker::Result<()> {
-        resp.headers()
-            .set(WRITTEN_SEQ_HEADER, &self.seq.to_string())?;
-        if self.projection {
-            resp.headers().set(PROJECTION_HEADER, "1")?;
-        }
-        Ok(())
-    }
-
-    /// Worker side: what an answer's headers say, if it is marked.
-    fn read(headers: &Headers) -> worker::Result<Option<Written>> {
-        let Some(seq) = headers
-            .get(WRITTEN_SEQ_HEADER)?
-            .and_then(|v| v.parse().ok())
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Written {
-            seq,
-            projection: headers.has(PROJECTION_HEADER)?,
-        }))
-    }
-}
-
 /// An export bundle and its entity tag.
 pub struct Exported {
     /// The bundle's JSON.
@@ -287,39 +206,13 @@ fn agent_stub(env: &Env, agent: &AgentId) -> worker::Result<worker::Stub> {
 
 /// Worker side: sends a write to the agent's object.
 pub async fn write(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
-    send_write(env, WRITE_URL, call).await
+    write_wire::send(env, WriteKind::Capsule, call).await
 }
 
 /// Worker side: sends a key event (keys.json's POST body) to the agent's
 /// object.
 pub async fn key_event(env: &Env, call: WriteCall) -> worker::Result<Relayed> {
-    send_write(env, KEY_EVENT_URL, call).await
-}
-
-async fn send_write(env: &Env, url: &str, call: WriteCall) -> worker::Result<Relayed> {
-    let headers = Headers::new();
-    headers.set(NOW_HEADER, &call.now_ms.to_string())?;
-    headers.set(IP_HEADER, &call.ip_bucket)?;
-    headers.set(AGENT_HEADER, call.agent.as_str())?;
-    if call.fail_mirror {
-        headers.set(FAIL_MIRROR_HEADER, "1")?;
-    }
-    headers.set("Content-Type", "application/json")?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(Uint8Array::from(call.body.as_slice()).into()));
-    let req = Request::new_with_init(url, &init)?;
-    let resp = agent_stub(env, &call.agent)?
-        .fetch_with_request(req)
-        .await?;
-    Ok(Relayed {
-        status: resp.status_code(),
-        retry_after: resp.headers().get("Retry-After")?,
-        written: Written::read(resp.headers())?,
-        body: body::response_bytes(resp).await?,
-        x402: Vec::new(),
-    })
+    write_wire::send(env, WriteKind::KeyEvent, call).await
 }
 
 /// Worker side: sends a quote or claim to the agent's object; its answer
@@ -453,29 +346,15 @@ pub async fn export(
 impl AgentCall {
     /// Object side: reads a call; `None` for anything that is not one.
     pub async fn read(req: Request) -> worker::Result<Option<AgentCall>> {
+        if let Some((kind, call)) = write_wire::read(&req).await? {
+            return Ok(Some(match kind {
+                WriteKind::Capsule => AgentCall::Write(call),
+                WriteKind::KeyEvent => AgentCall::KeyEvent(call),
+            }));
+        }
         let url = req.inner().url();
         let is = |u: &str| url.as_str() == u;
         match req.method() {
-            Method::Post if is(WRITE_URL) || is(KEY_EVENT_URL) => {
-                let header = |name: &str| req.headers().get(name).ok().flatten();
-                let agent = header(AGENT_HEADER)
-                    .and_then(|a| AgentId::parse(&a))
-                    .ok_or("agent DO: missing agent header")?;
-                let call = WriteCall {
-                    now_ms: header(NOW_HEADER)
-                        .and_then(|v| clock::parse_ms(&v))
-                        .unwrap_or_else(clock::system_now_ms),
-                    ip_bucket: header(IP_HEADER).unwrap_or_else(|| "unknown".into()),
-                    fail_mirror: header(FAIL_MIRROR_HEADER).is_some(),
-                    agent,
-                    body: body::request_bytes(&req).await?,
-                };
-                Ok(Some(if is(WRITE_URL) {
-                    AgentCall::Write(call)
-                } else {
-                    AgentCall::KeyEvent(call)
-                }))
-            }
             Method::Post if is(EXPORT_URL) => Ok(Some(AgentCall::Export(json_of(&req).await?))),
             Method::Post if is(QUOTE_URL) => Ok(Some(AgentCall::Quote(json_of(&req).await?))),
             Method::Post if is(CLAIM_URL) => Ok(Some(AgentCall::Claim(json_of(&req).await?))),

@@ -31,6 +31,7 @@
 //! | the location's copy of public reads (Cache API) | [`read_cache`] |
 //! | the Worker <-> Durable Object calls, both halves| [`do_wire`]   |
 //! | a signed read's nonce check (every Worker)      | [`nonce_wire`] |
+//! | a write's call into its agent's object (every Worker) | [`write_wire`] |
 //! | the transport of those calls (JSON in, JSON out) | [`do_json`]  |
 //! | the entry <-> write and extras contract         | [`entry_wire`] |
 //! | the Durable Objects (agent, IP quota)           | [`objects`]   |
@@ -59,6 +60,7 @@ mod nonce_wire;
 mod read_cache;
 mod read_route;
 mod request;
+mod write_wire;
 
 // The write and extras Workers (feature `worker`). Each compiles part of
 // what these modules offer (the object half of a call or the caller's, a

@@ -39,7 +39,6 @@ use crate::core::conditional::{etag_of_header, READ_CACHE_CONTROL};
 use crate::core::crypto::AgentId;
 use crate::core::entry::Changed;
 use crate::core::urls::Doc;
-#[cfg(feature = "worker")]
 use crate::core::urls::FeedDoc;
 use crate::worker::clock::TEST_NOW_HEADER;
 use crate::worker::request::Incoming;
@@ -170,17 +169,26 @@ async fn drop_all(keys: Vec<String>) {
 /// the entry's: `req` notes the write for it.
 #[cfg(feature = "worker")]
 pub async fn written(req: &Incoming, agent: &AgentId, seq: u64, projection: bool) {
-    let mut keys = Vec::new();
-    if projection {
-        keys.push(feed_key_of(agent));
-    }
     if req.forwarded() {
         req.note_changed(Changed::Written {
             agent: agent.clone(),
             seq,
         });
+        if projection {
+            mark(vec![feed_key_of(agent)], seq).await;
+        }
     } else {
-        keys.extend(reads_of(agent));
+        written_here(agent, seq, projection).await;
+    }
+}
+
+/// After a write this location accepted, where the Worker that sent it
+/// keeps the copies (the entry Worker, or a Worker reached directly): see
+/// [`written`].
+pub async fn written_here(agent: &AgentId, seq: u64, projection: bool) {
+    let mut keys = reads_of(agent);
+    if projection {
+        keys.push(feed_key_of(agent));
     }
     mark(keys, seq).await;
 }
@@ -203,8 +211,8 @@ pub async fn changed(req: &Incoming, agent: &AgentId) {
 }
 
 /// Drops this location's copies of the agent's head, capsule and projected
-/// head, where no request asked (an agent object's alarm).
-#[cfg(feature = "worker")]
+/// head, where no request asked (an agent object's alarm), or where the
+/// Worker that took the change keeps them.
 pub async fn purge(agent: &AgentId) {
     let mut keys = reads_of(agent);
     keys.push(feed_key_of(agent));
@@ -265,7 +273,6 @@ pub fn feed_key(req: &Incoming, agent: &AgentId, test_clock: bool) -> Option<Str
     Some(feed_key_of(agent))
 }
 
-#[cfg(feature = "worker")]
 fn feed_key_of(agent: &AgentId) -> String {
     format!("{KEY_ORIGIN}{}?agent_id={agent}", FeedDoc::Head.path())
 }

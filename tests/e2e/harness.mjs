@@ -4,7 +4,7 @@
 // which every request reaches, and behind its service bindings the write
 // Worker (build/write/, wrangler.write.toml), holding the Durable Objects, and
 // the extras Worker (build/extras/, wrangler.extras.toml: MCP, payments,
-// feeds, the cron), which binds them across (the entry binds NONCE_DO across
+// feeds, the cron), which binds them across (the entry binds NONCE_DO and AGENT_DO across
 // too). One KV namespace for all. Each test file gets its own instance
 // (fresh state).
 //
@@ -123,7 +123,12 @@ export function serviceOptions({
       ...(assets ? { assets: { directory: assetsDirectory(), routerConfig: { has_user_worker: true } } } : {}),
       kvNamespaces: ["SELF"],
       serviceBindings: { WRITER: WRITE_WORKER, EXTRAS: EXTRAS_WORKER },
-      durableObjects: withoutDurableObjects ? {} : { NONCE_DO: { className: "NonceDO", scriptName: WRITE_WORKER } },
+      durableObjects: withoutDurableObjects
+        ? {}
+        : {
+            NONCE_DO: { className: "NonceDO", scriptName: WRITE_WORKER },
+            AGENT_DO: { className: "AgentDO", scriptName: WRITE_WORKER },
+          },
       bindings: { ...vars },
     },
     {

@@ -323,3 +323,54 @@ test("a declared length beyond 4 GiB is reported exactly, a body cut short is a 
   );
   assert.equal((await w.fetch(capsulePath(agent.agentId))).status, 404, "nothing was stored");
 });
+
+test("a write is decided the same with its length declared or streamed, and read back at once", async () => {
+  // The entry sends a write whose length is declared and whose signature
+  // checks out straight to the agent's object; a streamed one, and every
+  // refusal, go to the write Worker with the body as it came.
+  const agent = newAgent();
+  const streamed = (text) => ({
+    method: "PUT",
+    duplex: "half",
+    headers: { "content-type": "application/json" },
+    body: new ReadableStream({
+      start(c) {
+        const bytes = new TextEncoder().encode(text);
+        c.enqueue(bytes.slice(0, 100));
+        c.enqueue(bytes.slice(100));
+        c.close();
+      },
+    }),
+  });
+  for (const [seq, how] of [
+    [1, "declared"],
+    [2, "streamed"],
+    [3, "declared"],
+  ]) {
+    const capsule = exampleCapsule(agent.agentId, { self_motto: `Taken ${how} at ${seq}.` });
+    const body = JSON.stringify(envelope(agent, seq, capsule));
+    const r = await w.fetch(capsulePath(agent.agentId), how === "declared" ? put(body) : streamed(body));
+    assert.equal(r.status, 200, `${how} ${seq}: ${r.text}`);
+    assert.equal(r.json.seq, seq);
+    const head = await w.fetch(headPath(agent.agentId));
+    assert.equal(head.json.cursor, r.json.cursor, `${how} ${seq}: head.json at once`);
+    assert.equal((await w.fetch(capsulePath(agent.agentId))).text, jcs(capsule));
+  }
+  // Refused: a forged signature, a seq already taken, garbage; each the
+  // same answer either way, and nothing changed.
+  const forged = envelope(agent, 4, exampleCapsule(agent.agentId));
+  forged.signature = forged.signature.replace(/^./, (c) => (c === "0" ? "1" : "0"));
+  const cursor = (await w.fetch(headPath(agent.agentId))).json.cursor;
+  for (const body of [
+    JSON.stringify(forged),
+    JSON.stringify(envelope(agent, 3, exampleCapsule(agent.agentId))),
+    "{",
+  ]) {
+    const declared = await w.fetch(capsulePath(agent.agentId), put(body));
+    const asStream = await w.fetch(capsulePath(agent.agentId), streamed(body));
+    assert.ok(declared.status >= 400 && declared.status < 500, declared.text);
+    assert.equal(asStream.status, declared.status);
+    assert.deepEqual(asStream.json, declared.json);
+  }
+  assert.equal((await w.fetch(headPath(agent.agentId))).json.cursor, cursor);
+});

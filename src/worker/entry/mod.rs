@@ -1,13 +1,15 @@
 //! The entry Worker (feature `entry`, built as `workers/entry/`): every
 //! request reaches it first. `core::entry` decides who answers: the reads
 //! from KV (`read_route`, the same code the write Worker runs for them) and
-//! the answers the route alone decides are made here; everything else is
-//! sent, as it came, to the write Worker or the extras Worker through their
-//! service bindings ([`forward`]). Nothing of the write side is compiled into it
-//! (`tests/worker_tree.rs`): no Durable Object class, no write check, no
-//! payment, MCP or feed code.
+//! the answers the route alone decides are made here; a PUT whose envelope
+//! authenticates goes from here straight to the agent's object ([`write`]);
+//! everything else is sent, as it came, to the write Worker or the extras
+//! Worker through their service bindings ([`forward`]). Nothing of the write
+//! side is compiled into it (`tests/worker_tree.rs`): no Durable Object
+//! class, no write check beyond the envelope's, no payment, MCP or feed code.
 
 mod forward;
+mod write;
 
 use super::body;
 use super::cold;
@@ -48,6 +50,9 @@ pub async fn fetch(
         Err(to) => return Ok(cold::path(forwarded(to, &req, &env, audience)).await),
     };
     let cfg = Config::of(&env);
+    if let Action::Write { agent } = &action {
+        return Ok(cold::path(write::put(&req, &env, &cfg, agent)).await);
+    }
     let body = req.inner().body();
     let answer = match answer(&req, &env, &cfg, action, method).await {
         Ok(Some(reply)) => reply,

@@ -26,7 +26,7 @@ use crate::worker::clock;
 #[cfg(feature = "worker")]
 use crate::worker::config::Config;
 #[cfg(feature = "worker")]
-use crate::worker::do_wire::{self, WriteCall};
+use crate::worker::do_wire;
 use crate::worker::failure::Failure;
 #[cfg(feature = "entry")]
 use crate::worker::http::CachedRead;
@@ -36,6 +36,8 @@ use crate::worker::kv::Kv;
 use crate::worker::read_cache;
 #[cfg(feature = "worker")]
 use crate::worker::request::Incoming;
+#[cfg(feature = "worker")]
+use crate::worker::write_wire::WriteCall;
 #[cfg(feature = "entry")]
 use sha2::{Digest, Sha256};
 use worker::{Env, Response};

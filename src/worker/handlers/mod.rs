@@ -60,20 +60,17 @@ pub mod x402;
 
 use crate::core::crypto::AgentId;
 use crate::core::reason::ReasonCode;
-#[cfg(feature = "worker")]
-use crate::worker::do_wire::Relayed;
 use crate::worker::failure::Failure;
-#[cfg(feature = "worker")]
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
 use crate::worker::log;
-#[cfg(feature = "worker")]
+use crate::worker::write_wire::Relayed;
 use worker::Response;
 
 /// The answer an agent's object decided (a write, a quote, a claim),
-/// relayed as it gave it.
-#[cfg(feature = "worker")]
-fn relay(r: Relayed) -> Response {
+/// relayed as it gave it (also the entry's answer to a PUT it sent to the
+/// object itself).
+pub fn relay(r: Relayed) -> Response {
     let out = http::respond(r.status, Some(r.body), NO_STORE);
     if let Some(ra) = r.retry_after {
         http::set(out.headers(), "Retry-After", &ra);

@@ -6,26 +6,25 @@
 //! [`write`] is the write itself, shared with the MCP tool `self_submit`, so
 //! a submitted envelope meets the same cap, pre-check, per-address quota,
 //! rate limits and decision log as a PUT; [`handle`] is the PUT around it.
+//! Behind the entry Worker, a PUT reaches it only when the entry did not
+//! send it to the object itself (`entry::write`): a refusal, a rotated
+//! signer, a body without a declared length or over the cap.
 
 use super::relay;
 use crate::core::crypto::AgentId;
 use crate::core::limits::MAX_BODY_BYTES;
-use crate::core::quota::ip_bucket;
 use crate::core::reason::ReasonCode;
 use crate::core::write::{self, DecisionLog, Rejection, Signer};
 use crate::worker::body::{self, BodyError};
 use crate::worker::config::Config;
-use crate::worker::do_wire::{self, Relayed, WriteCall};
+use crate::worker::do_wire;
 use crate::worker::failure::Failure;
 use crate::worker::kv::Kv;
+use crate::worker::log;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
-use crate::worker::{clock, log};
+use crate::worker::write_wire::{Relayed, WriteCall};
 use worker::{Env, Response};
-
-/// Test-only (honoured with `SELFCAP_TEST_CLOCK=1`): fail this write's first
-/// KV mirror attempt so the alarm retry path can be observed.
-const TEST_FAIL_MIRROR_HEADER: &str = "x-selfcap-test-fail-mirror";
 
 /// One write of `body` (as read, capped at [`MAX_BODY_BYTES`]) to `agent`:
 /// the agent's object's answer as is (accepted or not), or the rejection
@@ -39,7 +38,6 @@ pub async fn write(
     agent: &AgentId,
     body: Result<Vec<u8>, BodyError>,
 ) -> Result<Relayed, Failure> {
-    let now_ms = clock::request_now_ms(req, cfg.test_clock);
     let refuse = |rej: Rejection, bytes: u64| {
         log::line_str(&DecisionLog::rejected(agent.as_str(), &rej, bytes).to_line());
         Err(Failure::Rejected(rej))
@@ -76,15 +74,7 @@ pub async fn write(
         }
     }
 
-    let connecting_ip = req.headers().get("CF-Connecting-IP")?;
-    let call = WriteCall {
-        agent: agent.clone(),
-        now_ms,
-        ip_bucket: ip_bucket(connecting_ip.as_deref()),
-        fail_mirror: cfg.test_clock && req.headers().has(TEST_FAIL_MIRROR_HEADER)?,
-        body: bytes,
-    };
-    let relayed = do_wire::write(env, call).await?;
+    let relayed = do_wire::write(env, WriteCall::of_put(req, cfg, agent, bytes)?).await?;
     if relayed.status == 200 {
         // This location's copies of head.json and capsule.json are old now.
         match relayed.written {

@@ -13,12 +13,12 @@ use crate::core::operator::meta::MetaRecord;
 use crate::core::record::kv_key;
 use crate::core::write::{AcceptedBody, AgentState, Rejection};
 use crate::worker::config::{self, Config, SERVICE_KEY_SECRET};
-use crate::worker::do_wire::WriteCall;
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::kv::Kv;
 use crate::worker::log;
 use crate::worker::storage::{commit_atomic, parse, texts, Alarm, Batch};
+use crate::worker::write_wire::WriteCall;
 use serde::Serialize;
 use std::time::Duration;
 

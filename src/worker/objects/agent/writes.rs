@@ -10,11 +10,12 @@ use crate::core::operator::meta::{MetaRecord, MIRROR_REFUSALS_WITHIN_MS};
 use crate::core::record::Record;
 use crate::core::write::{self, AgentState, Candidate, DecisionLog, Rejection, Signature, Terms};
 use crate::worker::config::{self, Config, ServiceKeys, SERVICE_KEY_SECRET};
-use crate::worker::do_wire::{Reserve, Slot, WriteCall, Written};
+use crate::worker::do_wire::{Reserve, Slot};
 use crate::worker::failure::Failure;
 use crate::worker::http::{self, NO_STORE};
 use crate::worker::log;
 use crate::worker::storage::{commit_atomic, parse, texts, texts_of, Alarm, Batch};
+use crate::worker::write_wire::{WriteCall, Written};
 use std::time::Duration;
 use worker::{Response, Storage};
 
