@@ -351,10 +351,10 @@ pub(super) fn warm_up() {
     let _ = detectors();
 }
 
-/// The loaded automata answer exactly what the `regex` crate (and, for the
-/// credential labels, `aho-corasick`) answers for the same patterns: the
-/// engines the scanner compiled at start-up before, on every text of the
-/// safety corpora and every rule example, in every view.
+/// The loaded automata (and the literal automata of the keywords and the
+/// credential labels) answer exactly what the `regex` crate answers for the
+/// same patterns: the engine the scanner compiled at start-up before, on
+/// every text of the safety corpora and every rule example, in every view.
 #[cfg(test)]
 mod same_as_the_regex_crate {
     use super::*;
@@ -431,14 +431,9 @@ mod same_as_the_regex_crate {
         let exact = keyword_set(&plan.exact.0, "");
         let any = keyword_set(&plan.any_case.0, "(?i)");
         let labels = regex(&crate::core::safety::rules::hex_key_label_pattern());
-        let label_sets: Vec<aho_corasick::AhoCorasick> = rules::LABELS
+        let label_sets: Vec<Regex> = rules::LABELS
             .iter()
-            .map(|l| {
-                aho_corasick::AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(*l)
-                    .unwrap()
-            })
+            .map(|l| regex(&rules::labels_pattern(l)))
             .collect();
         let view_sets: Vec<_> = sets()
             .iter()
