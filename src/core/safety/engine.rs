@@ -137,30 +137,40 @@ impl Keyed {
 }
 
 struct Keywords {
-    /// Keywords of case-sensitive rules (vendor prefixes on the raw view,
-    /// "AKIA", "AAAA"), matched exactly, so "sha256:aaaa…" wakes no rule.
-    exact: KeywordSet,
-    /// Keywords of the other rules, any ASCII case.
-    any_case: KeywordSet,
+    words: KeywordSet,
     rules: Vec<Keyed>,
 }
 
+/// Every keyword in one automaton, ASCII letters in any case (what `(?i)`
+/// means with Unicode off, as the rules are written). Keywords of
+/// case-sensitive rules (vendor prefixes on the raw view, "AKIA", "AAAA")
+/// count only where they occur exactly, so "sha256:aaaa…" wakes no rule:
+/// one pass over the text instead of one per case (the keyword pass was
+/// the largest cost of a scan of text already seen).
 struct KeywordSet {
     automaton: AhoCorasick,
     /// Keyword index -> index in `Keywords::rules`.
     owner: Vec<usize>,
+    /// Keyword index -> the keyword, if it is matched exactly.
+    exact: Vec<Option<&'static str>>,
 }
 
 impl KeywordSet {
-    /// `words` matched as bytes, ASCII letters in any case when
-    /// `any_case` (what `(?i)` means with Unicode off, as the rules are
-    /// written); `owner[i]` is the rule of `words[i]`.
-    fn new(words: &[&'static str], owner: Vec<usize>, any_case: bool) -> KeywordSet {
+    /// `exact.0[i]` matched as written and `any_case.0[i]` in any ASCII
+    /// case; `.1[i]` is the rule of each.
+    fn new(exact: &KeywordList, any_case: &KeywordList) -> KeywordSet {
+        let words: Vec<&'static str> = exact.0.iter().chain(&any_case.0).copied().collect();
         let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(any_case)
-            .build(words)
+            .ascii_case_insensitive(true)
+            .build(&words)
             .expect("keyword automaton from a few KB of literals");
-        KeywordSet { automaton, owner }
+        KeywordSet {
+            automaton,
+            owner: exact.1.iter().chain(&any_case.1).copied().collect(),
+            exact: (exact.0.iter().map(|&w| Some(w)))
+                .chain(any_case.0.iter().map(|_| None))
+                .collect(),
+        }
     }
 
     /// Marks the rules whose keywords occur in `hay`.
@@ -168,19 +178,28 @@ impl KeywordSet {
         // Overlapping: every keyword occurrence, so "…secret=" wakes the
         // rules of both "secret" and "secret=".
         for found in self.automaton.find_overlapping_iter(hay) {
-            if let Some(&i) = self.owner.get(found.pattern().as_usize()) {
-                candidates[i] = true;
+            let i = found.pattern().as_usize();
+            if let Some(Some(word)) = self.exact.get(i) {
+                if hay.get(found.range()) != Some(word.as_bytes()) {
+                    continue;
+                }
+            }
+            if let Some(&rule) = self.owner.get(i) {
+                candidates[rule] = true;
             }
         }
     }
 }
 
+/// Keywords, and the index in `KeywordPlan::rules` of each one's rule.
+type KeywordList = (Vec<&'static str>, Vec<usize>);
+
 /// The keyword-gated rules, and their keywords split by case sensitivity:
 /// `(keywords, index of each keyword's rule in rules)`.
 struct KeywordPlan {
     rules: Vec<&'static Rule>,
-    exact: (Vec<&'static str>, Vec<usize>),
-    any_case: (Vec<&'static str>, Vec<usize>),
+    exact: KeywordList,
+    any_case: KeywordList,
 }
 
 fn keyword_plan() -> KeywordPlan {
@@ -221,8 +240,7 @@ fn keywords() -> &'static Keywords {
     KEYWORDS.get_or_init(|| {
         let plan = keyword_plan();
         Keywords {
-            exact: KeywordSet::new(&plan.exact.0, plan.exact.1, false),
-            any_case: KeywordSet::new(&plan.any_case.0, plan.any_case.1, true),
+            words: KeywordSet::new(&plan.exact, &plan.any_case),
             rules: plan
                 .rules
                 .into_iter()
@@ -310,8 +328,7 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
     }
     let kw = keywords();
     let mut candidates = vec![false; kw.rules.len()];
-    kw.exact.mark(views.raw.as_bytes(), &mut candidates);
-    kw.any_case.mark(views.raw.as_bytes(), &mut candidates);
+    kw.words.mark(views.raw.as_bytes(), &mut candidates);
     for (keyed, _) in kw.rules.iter().zip(&candidates).filter(|(_, &c)| c) {
         let Matcher::Pattern { view, check, .. } = keyed.rule.matcher else {
             continue;
@@ -351,10 +368,10 @@ pub(super) fn warm_up() {
     let _ = detectors();
 }
 
-/// The loaded automata answer exactly what the `regex` crate (and, for the
-/// credential labels, `aho-corasick`) answers for the same patterns: the
-/// engines the scanner compiled at start-up before, on every text of the
-/// safety corpora and every rule example, in every view.
+/// The loaded automata (and the literal automata of the keywords and the
+/// credential labels) answer exactly what the `regex` crate answers for the
+/// same patterns: the engine the scanner compiled at start-up before, on
+/// every text of the safety corpora and every rule example, in every view.
 #[cfg(test)]
 mod same_as_the_regex_crate {
     use super::*;
@@ -381,16 +398,6 @@ mod same_as_the_regex_crate {
 
     fn which(automaton: &Automaton, hay: &[u8]) -> Vec<usize> {
         automaton.which(hay).iter().map(|p| p.as_usize()).collect()
-    }
-
-    fn keywords_found(automaton: &AhoCorasick, hay: &[u8]) -> Vec<usize> {
-        let mut found: Vec<usize> = automaton
-            .find_overlapping_iter(hay)
-            .map(|m| m.pattern().as_usize())
-            .collect();
-        found.sort_unstable();
-        found.dedup();
-        found
     }
 
     fn regex(p: &str) -> Regex {
@@ -431,14 +438,9 @@ mod same_as_the_regex_crate {
         let exact = keyword_set(&plan.exact.0, "");
         let any = keyword_set(&plan.any_case.0, "(?i)");
         let labels = regex(&crate::core::safety::rules::hex_key_label_pattern());
-        let label_sets: Vec<aho_corasick::AhoCorasick> = rules::LABELS
+        let label_sets: Vec<Regex> = rules::LABELS
             .iter()
-            .map(|l| {
-                aho_corasick::AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(*l)
-                    .unwrap()
-            })
+            .map(|l| regex(&rules::labels_pattern(l)))
             .collect();
         let view_sets: Vec<_> = sets()
             .iter()
@@ -467,13 +469,15 @@ mod same_as_the_regex_crate {
             }
             let raw = views.raw.as_bytes();
             let kw = keywords();
-            for (want, got) in [(&exact, &kw.exact), (&any, &kw.any_case)] {
-                assert_eq!(
-                    want.matches(raw).iter().collect::<Vec<_>>(),
-                    keywords_found(&got.automaton, raw),
-                    "keywords on {text:?}"
-                );
+            let mut want = vec![false; kw.rules.len()];
+            for (set, owners) in [(&exact, &plan.exact.1), (&any, &plan.any_case.1)] {
+                for i in set.matches(raw).iter() {
+                    want[owners[i]] = true;
+                }
             }
+            let mut got = vec![false; kw.rules.len()];
+            kw.words.mark(raw, &mut got);
+            assert_eq!(want, got, "keywords on {text:?}");
             for (k, re) in &keyed {
                 let Matcher::Pattern { view, check, .. } = k.rule.matcher else {
                     continue;

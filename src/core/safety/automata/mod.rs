@@ -1,7 +1,7 @@
 //! The scanner's automata, compiled at build time.
 //!
 //! Every regex the scanner runs (the per-view rule sets, each
-//! keyword-gated rule, the credential and wallet-key labels) is compiled
+//! keyword-gated rule, the wallet-key labels) is compiled
 //! natively from the rule table into a Thompson NFA, encoded by `codec`, and
 //! kept in `rules.bin`, which the binary embeds. At run time an automaton is
 //! only rebuilt from its states (no regex parsing or compilation), the first

@@ -204,9 +204,13 @@ struct Index {
     /// Where each entry starts, and (last) the blob's length.
     starts: Vec<u32>,
     /// Open addressing by [`hash`], a power of two long: 0 is empty, else
+    /// the key's hash in the high 32 bits and, in the low ones,
     /// `entry << 1 | prefix` plus one, `prefix` set when the slot stands
-    /// for a prefix of the entry's key rather than the key.
-    slots: Vec<u32>,
+    /// for a prefix of the entry's key rather than the key. The hash lets
+    /// a lookup pass the other keys of its probe sequence without reading
+    /// them (most words of a text are in no table, and each probe was a
+    /// key compare in the blob).
+    slots: Vec<u64>,
 }
 
 /// FNV-1a.
@@ -216,6 +220,11 @@ fn hash(key: &[u8]) -> usize {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
     h as usize
+}
+
+/// A slot of [`Index::slots`]: the low 32 bits of `hash` over `value`.
+fn tagged(hash: usize, value: u32) -> u64 {
+    (hash as u64 & 0xffff_ffff) << 32 | u64::from(value)
 }
 
 /// What a lookup found: the key's categories if it is a key, and whether
@@ -268,13 +277,13 @@ impl Strings {
                 }
             }
             let len = (marks.len() * 2).next_power_of_two();
-            let mut slots = vec![0u32; len];
+            let mut slots = vec![0u64; len];
             for (h, mark) in marks {
                 let mut at = h & (len - 1);
                 while slots[at] != 0 {
                     at = (at + 1) & (len - 1);
                 }
-                slots[at] = mark + 1;
+                slots[at] = tagged(h, mark + 1);
             }
             Index { starts, slots }
         })
@@ -291,13 +300,21 @@ impl Strings {
         let key = key.as_bytes();
         let index = self.index();
         let mask = index.slots.len() - 1;
-        let mut at = hash(key) & mask;
+        let h = hash(key);
+        let mut at = h & mask;
         let mut found = Found::default();
         loop {
             let slot = index.slots[at];
             if slot == 0 {
                 return found;
             }
+            // Another key's slot: equal keys (and a key and the equal
+            // prefix of a longer one) have equal hashes.
+            if slot >> 32 != tagged(h, 0) >> 32 {
+                at = (at + 1) & mask;
+                continue;
+            }
+            let slot = slot as u32;
             let (e, prefix) = ((slot - 1) as usize >> 1, (slot - 1) & 1 == 1);
             let k = Self::key_at(self.blob, &index.starts, e);
             if !prefix && k == key {

@@ -226,7 +226,7 @@ pub(super) fn automata_sources() -> Vec<super::automata::Source> {
 #[cfg(test)]
 pub(super) use crypto_keys::{hex_key_label_ends, hex_key_label_pattern};
 #[cfg(test)]
-pub(super) use labelled::{label_hits, LABELS};
+pub(super) use labelled::{label_hits, labels_pattern, LABELS};
 
 /// Every rule, family by family.
 pub(super) fn all() -> impl Iterator<Item = &'static Rule> {
