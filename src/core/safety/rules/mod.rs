@@ -228,6 +228,13 @@ pub(super) use crypto_keys::{hex_key_label_ends, hex_key_label_pattern};
 #[cfg(test)]
 pub(super) use labelled::{label_hits, LABELS};
 
+/// The rule of a request found only under a concealing encoding (see
+/// `decode::asks`): `mod.rs` reports it for decoded text, never for text
+/// as written.
+pub(super) fn encoded_request() -> &'static Rule {
+    &injection::ENCODED_REQUEST
+}
+
 /// Every rule, family by family.
 pub(super) fn all() -> impl Iterator<Item = &'static Rule> {
     [
@@ -236,6 +243,7 @@ pub(super) fn all() -> impl Iterator<Item = &'static Rule> {
         crypto_keys::RULES,
         hidden::RULES,
         injection::RULES,
+        std::slice::from_ref(&injection::ENCODED_REQUEST),
         directives::RULES,
         urls::RULES,
     ]
