@@ -74,6 +74,11 @@ pub(super) enum Check {
     /// it as done: "Ran sudo systemctl reload nginx", "reloaded with sudo
     /// systemctl …" are log lines, not orders.
     NotReported,
+    /// Some capture group (an address with the two words before it and the
+    /// one after) must not be quoted from a connection error ("dial tcp",
+    /// "read tcp" before it, ": connect", ": i/o", ": dial" after it), nor
+    /// be a loopback address after "curl" or "on".
+    NotErrorQuote,
 }
 
 impl Check {
@@ -84,6 +89,7 @@ impl Check {
             Check::CredentialValue => super::credential::looks_like_credential(value),
             Check::NotImageReference => !urls::is_image_reference(value),
             Check::NotReported => !value.split(|b| !b.is_ascii_alphabetic()).any(reported),
+            Check::NotErrorQuote => !error_quote(value),
             Check::Unnegated => !value
                 .split(|b: &u8| !b.is_ascii_alphabetic() && *b != b'\'')
                 .any(|w| {
@@ -92,6 +98,44 @@ impl Check {
                 }),
         }
     }
+}
+
+/// Whether an address with its neighbouring words (`Check::NotErrorQuote`)
+/// is quoted from a connection error (Go's and most clients' "dial tcp
+/// <addr>", "read tcp <addr>", "<addr>: connect: connection refused",
+/// "<addr>: i/o timeout"), or is a loopback address queried or read where
+/// it is ("curl localhost:9090/…", "Grafana on 127.0.0.1:3000/…").
+fn error_quote(value: &[u8]) -> bool {
+    let first_digit = value
+        .iter()
+        .position(|b| b.is_ascii_digit() || *b == b'[')
+        .unwrap_or(value.len());
+    let (before, after) = value.split_at(first_digit);
+    let words = |t: &[u8]| -> Vec<Vec<u8>> {
+        t.split(|b| !b.is_ascii_alphabetic() && *b != b'/')
+            .filter(|w| !w.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let before = words(before);
+    // The reader's own machine, queried or read where it is.
+    let local = before.last().is_some_and(|w| w == b"localhost")
+        || after.starts_with(b"127.")
+        || after.starts_with(b"0.0.0.0");
+    let local_query = before.iter().any(|w| {
+        matches!(
+            &w[..],
+            b"curl" | b"wget" | b"http" | b"httpie" | b"on" | b"at" | b"from"
+        )
+    });
+    (local && local_query)
+        || before.iter().any(|w| matches!(&w[..], b"tcp" | b"udp"))
+        || words(after).first().is_some_and(|w| {
+            matches!(
+                &w[..],
+                b"connect" | b"connection" | b"dial" | b"i/o" | b"read" | b"write" | b"no"
+            )
+        })
 }
 
 /// A word that reports a command as done ("ran", "reloaded with sudo …"):
