@@ -329,23 +329,26 @@ const COMMON_WORDS: [&str; 96] = [
     "there", "they", "this", "to", "today", "up", "us", "we", "what", "when",
 ];
 
-/// A word of 2 to 8 ASCII letters as one number (lower case, first letter
-/// highest), read as written, with ROT13, or backwards.
-fn pack(w: &[u8], read: usize) -> Option<u64> {
-    if !(2..=8).contains(&w.len()) {
+/// The longest of [`COMMON_WORDS`].
+const MAX_COMMON_LEN: usize = 7;
+
+/// A word of 2 to [`MAX_COMMON_LEN`] ASCII letters as one number (lower
+/// case, first letter highest), read as written, with ROT13, and
+/// backwards, in one loop.
+fn pack(w: &[u8]) -> Option<[u64; 3]> {
+    let len = w.len();
+    if !(2..=MAX_COMMON_LEN).contains(&len) {
         return None;
     }
-    let mut v = 0u64;
-    for i in 0..w.len() {
-        let b = match read {
-            2 => w[w.len() - 1 - i],
-            _ => w[i],
-        }
-        .to_ascii_lowercase();
-        let b = if read == 1 { rot13(b) } else { b };
-        v = v << 8 | u64::from(b);
+    let (mut fwd, mut rot, mut rev) = (0u64, 0u64, 0u64);
+    for (i, &b) in w.iter().enumerate() {
+        let b = b.to_ascii_lowercase();
+        fwd = fwd << 8 | u64::from(b);
+        rot = rot << 8 | u64::from(rot13(b));
+        rev |= u64::from(b) << (8 * (8 - len + i));
     }
-    Some(v << (8 * (8 - w.len())))
+    let pad = 8 * (8 - len);
+    Some([fwd << pad, rot << pad, rev])
 }
 
 /// [`COMMON_WORDS`] packed, in order.
@@ -354,7 +357,7 @@ fn common_packed() -> &'static [u64; COMMON_WORDS.len()] {
     PACKED.get_or_init(|| {
         let mut out = [0u64; COMMON_WORDS.len()];
         for (o, w) in out.iter_mut().zip(COMMON_WORDS) {
-            *o = pack(w.as_bytes(), 0).unwrap_or(0);
+            *o = pack(w.as_bytes()).map_or(0, |p| p[0]);
         }
         out.sort_unstable();
         out
@@ -376,16 +379,21 @@ pub(super) fn common_words_read(text: &str) -> [usize; 4] {
     let mut n = [0usize; 4];
     let common = common_packed();
     for w in text.as_bytes().split(|c: &u8| !c.is_ascii_alphabetic()) {
-        if w.len() >= 2 {
-            n[3] += 1;
-        }
-        for (read, count) in n.iter_mut().take(3).enumerate() {
-            if let Some(p) = pack(w, read) {
-                *count += usize::from(common.binary_search(&p).is_ok());
-            }
-        }
+        count_word(w, common, &mut n);
     }
     n
+}
+
+/// Adds one word to [`common_words_read`]'s counts.
+fn count_word(w: &[u8], common: &[u64], n: &mut [usize; 4]) {
+    if w.len() >= 2 {
+        n[3] += 1;
+    }
+    if let Some(packed) = pack(w) {
+        for (count, p) in n.iter_mut().zip(packed) {
+            *count += usize::from(common.binary_search(&p).is_ok());
+        }
+    }
 }
 
 /// A lower-case ASCII letter rotated by 13 (anything else as is).
@@ -408,9 +416,13 @@ fn transforms(text: &str) -> Vec<(Encoding, String)> {
     if text.bytes().filter(u8::is_ascii_alphabetic).count() < MIN_TRANSFORM_LETTERS {
         return Vec::new();
     }
-    let mut out = read_whole(text);
-    if out.is_empty() {
-        if let Some(part) = foreign_part(text) {
+    let survey = survey(text);
+    let mut out = read_counted(text, survey.counts);
+    // English as a whole (two words in five common, as prose has): no
+    // part of it is worth reading apart, and most strings end here.
+    let [as_written, .., words] = survey.counts;
+    if out.is_empty() && as_written * 5 < words * 2 {
+        if let Some(part) = foreign_part(text, &survey) {
             out = read_whole(&part);
         }
     }
@@ -422,7 +434,12 @@ fn read_whole(text: &str) -> Vec<(Encoding, String)> {
     if text.bytes().filter(u8::is_ascii_alphabetic).count() < MIN_TRANSFORM_LETTERS {
         return Vec::new();
     }
-    let [as_written, rotated, backwards, words] = common_words_read(text);
+    read_counted(text, common_words_read(text))
+}
+
+/// [`read_whole`], its words counted.
+fn read_counted(text: &str, counts: [usize; 4]) -> Vec<(Encoding, String)> {
+    let [as_written, rotated, backwards, words] = counts;
     // A reading holds two common words at least, more than as written, and
     // one word in six (English prose has nearer one in two): a long random
     // blob holds a few two-letter words whichever way it is read.
@@ -450,18 +467,32 @@ fn read_whole(text: &str) -> Vec<(Encoding, String)> {
 /// as foreign in [`foreign_part`].
 const MIN_PIECE_WORDS: usize = 3;
 
-/// The lines and sentences of `text` that do not read as English as
-/// written (three words or more, fewer than one in five common), joined,
-/// when `text` also has others (English, or labels): a ciphertext behind a
-/// question or a frame ("What does this say? …", "Ciphertext:\n…") is read
-/// on its own, since the frame's English words would outweigh any reading
-/// of the whole.
-fn foreign_part(text: &str) -> Option<String> {
-    let mut foreign = String::new();
-    let mut dropped = false;
-    let mut start = 0;
+/// What [`transforms`] needs to know of a string, in one pass: its
+/// [`common_words_read`] counts, and its lines and sentences that do not
+/// read as English as written (three words or more, fewer than one in five
+/// common), with whether it has others too (English, or labels).
+struct Survey {
+    counts: [usize; 4],
+    foreign: Vec<std::ops::Range<usize>>,
+    dropped: bool,
+}
+
+fn survey(text: &str) -> Survey {
+    let common = common_packed();
     let bytes = text.as_bytes();
+    let mut out = Survey {
+        counts: [0; 4],
+        foreign: Vec::new(),
+        dropped: false,
+    };
+    let mut piece = [0usize; 4];
+    let (mut piece_start, mut word_start) = (0usize, 0usize);
     for i in 0..=bytes.len() {
+        if i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+            continue;
+        }
+        count_word(&bytes[word_start..i], common, &mut piece);
+        word_start = i + 1;
         // A piece ends at a line break, or at `.`, `:`, `?` or `!` before
         // whitespace.
         let end = i == bytes.len()
@@ -471,18 +502,36 @@ fn foreign_part(text: &str) -> Option<String> {
         if !end {
             continue;
         }
-        let piece = &text[start..(i + 1).min(text.len())];
-        start = i + 1;
-        let [common, _, _, words] = common_words_read(piece);
-        if words >= MIN_PIECE_WORDS && common * 5 < words {
-            foreign.push_str(piece.trim());
-            foreign.push(' ');
+        let [common_n, .., words] = piece;
+        if words >= MIN_PIECE_WORDS && common_n * 5 < words {
+            out.foreign.push(piece_start..(i + 1).min(bytes.len()));
         } else if words > 0 {
             // English, or a label too short to tell ("Plaintext:").
-            dropped = true;
+            out.dropped = true;
         }
+        for (total, n) in out.counts.iter_mut().zip(piece) {
+            *total += n;
+        }
+        piece = [0; 4];
+        piece_start = i + 1;
     }
-    (dropped && !foreign.is_empty()).then_some(foreign)
+    out
+}
+
+/// The foreign lines and sentences of a [`Survey`], joined, when the
+/// string has others too: a ciphertext behind a question or a frame ("What
+/// does this say? …", "Ciphertext:\n…") is read on its own, since the
+/// frame's English words would outweigh any reading of the whole.
+fn foreign_part(text: &str, survey: &Survey) -> Option<String> {
+    if !survey.dropped || survey.foreign.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for r in &survey.foreign {
+        out.push_str(text[r.clone()].trim());
+        out.push(' ');
+    }
+    Some(out)
 }
 
 /// The letter an upside-down one is written for. ASCII letters that read as

@@ -82,6 +82,20 @@ pub(super) enum Check {
 }
 
 impl Check {
+    /// Whether the captured value at `at` in `hay` confirms the match:
+    /// [`Check::confirms`] of the value, but for `NotErrorQuote`, which
+    /// reads the two words before it and the text after it too.
+    pub(super) fn confirms_in(self, hay: &[u8], at: std::ops::Range<usize>) -> bool {
+        match self {
+            Check::NotErrorQuote => {
+                let before = &hay[at.start.saturating_sub(32)..at.start];
+                let after = &hay[at.end..(at.end + 24).min(hay.len())];
+                !error_quote(before, &hay[at], after)
+            }
+            check => check.confirms(&hay[at]),
+        }
+    }
+
     /// Whether a captured value confirms the match.
     pub(super) fn confirms(self, value: &[u8]) -> bool {
         match self {
@@ -89,7 +103,8 @@ impl Check {
             Check::CredentialValue => super::credential::looks_like_credential(value),
             Check::NotImageReference => !urls::is_image_reference(value),
             Check::NotReported => !value.split(|b| !b.is_ascii_alphabetic()).any(reported),
-            Check::NotErrorQuote => !error_quote(value),
+            // Needs the text around the value: see `confirms_in`.
+            Check::NotErrorQuote => true,
             Check::Unnegated => !value
                 .split(|b: &u8| !b.is_ascii_alphabetic() && *b != b'\'')
                 .any(|w| {
@@ -100,17 +115,13 @@ impl Check {
     }
 }
 
-/// Whether an address with its neighbouring words (`Check::NotErrorQuote`)
-/// is quoted from a connection error (Go's and most clients' "dial tcp
-/// <addr>", "read tcp <addr>", "<addr>: connect: connection refused",
-/// "<addr>: i/o timeout"), or is a loopback address queried or read where
-/// it is ("curl localhost:9090/…", "Grafana on 127.0.0.1:3000/…").
-fn error_quote(value: &[u8]) -> bool {
-    let first_digit = value
-        .iter()
-        .position(|b| b.is_ascii_digit() || *b == b'[')
-        .unwrap_or(value.len());
-    let (before, after) = value.split_at(first_digit);
+/// Whether an address (`Check::NotErrorQuote`), with the words before it
+/// and the text after it, is quoted from a connection error (Go's and most
+/// clients' "dial tcp <addr>", "read tcp <addr>", "<addr>: connect:
+/// connection refused", "<addr>: i/o timeout"), or is a loopback address
+/// queried or read where it is ("curl localhost:9090/…", "Grafana on
+/// 127.0.0.1:3000/…").
+fn error_quote(before: &[u8], addr: &[u8], after: &[u8]) -> bool {
     let words = |t: &[u8]| -> Vec<Vec<u8>> {
         t.split(|b| !b.is_ascii_alphabetic() && *b != b'/')
             .filter(|w| !w.is_empty())
@@ -118,24 +129,25 @@ fn error_quote(value: &[u8]) -> bool {
             .collect()
     };
     let before = words(before);
-    // The reader's own machine, queried or read where it is.
-    let local = before.last().is_some_and(|w| w == b"localhost")
-        || after.starts_with(b"127.")
-        || after.starts_with(b"0.0.0.0");
-    let local_query = before.iter().any(|w| {
+    let last_two = &before[before.len().saturating_sub(2)..];
+    let local =
+        addr.starts_with(b"localhost") || addr.starts_with(b"127.") || addr.starts_with(b"0.0.0.0");
+    let local_query = last_two.iter().any(|w| {
         matches!(
             &w[..],
             b"curl" | b"wget" | b"http" | b"httpie" | b"on" | b"at" | b"from"
         )
     });
+    let after = after.trim_ascii_start();
     (local && local_query)
-        || before.iter().any(|w| matches!(&w[..], b"tcp" | b"udp"))
-        || words(after).first().is_some_and(|w| {
-            matches!(
-                &w[..],
-                b"connect" | b"connection" | b"dial" | b"i/o" | b"read" | b"write" | b"no"
-            )
-        })
+        || last_two.iter().any(|w| matches!(&w[..], b"tcp" | b"udp"))
+        || (after.starts_with(b":")
+            && words(after).first().is_some_and(|w| {
+                matches!(
+                    &w[..],
+                    b"connect" | b"connection" | b"dial" | b"i/o" | b"read" | b"write" | b"no"
+                )
+            }))
 }
 
 /// A word that reports a command as done ("ran", "reloaded with sudo …"):

@@ -65,7 +65,8 @@ pub(super) static RULES: &[Rule] = &[
     // inside a quoted connection error ("dial tcp 10.96.0.1:443: i/o
     // timeout", "10.0.3.12:2379: connect: connection refused") is where a
     // connection failed, not one to make (`Check::NotErrorQuote` reads the
-    // two words before it and the one after).
+    // two words before it and the one after, outside the match, so the
+    // always-run set's automaton is no larger).
     Rule {
         class: Url,
         name: "ip_host",
@@ -75,13 +76,14 @@ pub(super) static RULES: &[Rule] = &[
             keywords: &[],
             also: &[],
             regex: concat!(
-                // one group: the check reads the whole match
-                r"((?:\b[a-z]+\s+){0,2}(?:",
+                // one group: the check reads the address and the words
+                // around it
+                r"((?:",
                 r"\b(?:[1-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]]))",
                 r"|\b0\.(?:[1-9][0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}|0\.[1-9][0-9]{0,2}\.[0-9]{1,3}|0\.0\.[1-9][0-9]{0,2})(?::[0-9]{1,5}\b|/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]]))",
                 r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost|0\.0\.0\.0)(?::[0-9]{1,5})?/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]])",
                 r"|\[[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*\](?::[0-9]{1,5}|/)",
-                r")(?::\s*[a-z/]+)?)",
+                r"))",
             ),
         },
         exempt: &[EvidenceUrl],
