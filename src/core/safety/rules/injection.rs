@@ -1923,13 +1923,17 @@ pub(super) static RULES: &[Rule] = &[
         matcher: keyed(
             Lower,
             &[
+                // each form's rarer words: "agent", "model" or "admin" alone
+                // would wake the rule on most operations notes
                 "your new", "your real", "your actual", "your true", "your primary",
                 "your updated", "your revised", "your only", "your main", "now authori",
                 "now allowed", "now permitted", "now cleared", "now approved", "now free",
-                "approved", "authori", "comply", "fulfil", "carry out", "obey", "has been",
-                "have been", "from me", "before you", "reads this", "processes this",
-                "sees this", "opens this", "summarizes this", "summarises this", "ai:", "ai :", "llm", "model", "assistant",
-                "agent", "admin", "root", "superuser",
+                "pre-approved", "preapproved", "approved in advance", "already approved",
+                "already authori", "has authori", "have authori", "comply", "fulfil",
+                "carry out", "obey", "has been", "have been", "from me", "before you",
+                "reads this", "processes this", "sees this", "opens this", "summarizes this",
+                "summarises this", "ai:", "llm:", "model:", "assistant:", "agent:", "as the admin",
+                "as admin", "as the root", "as root", "as the superuser", "as superuser",
             ],
             concat!(
                 r"\byour\s+(?:new|real|actual|true|primary|updated|revised|only|main)\s+(?:task|objective|goal|mission|priority|job|assignment)\s*(?:(?:is|are)\s+(?:to|now)\b|:)",
@@ -1939,7 +1943,7 @@ pub(super) static RULES: &[Rule] = &[
                 r"|\b(?:safety|security|content|moderation)\s+(?:settings|filters?|restrictions|polic(?:y|ies)|checks|guidelines)\s+(?:have|has)\s+been\s+(?:updated|disabled|lifted|removed|relaxed|turned\s+off|suspended|waived)",
                 r"|\bmessage\s+from\s+me\b[^\n]{0,60}?\bto\s+you\b|\bbefore\s+you\s+(?:can\s+)?(?:solve|do|start|finish|complete)\s+the\s+task\b",
                 r"|\bwhen\s+(?:your|the|an?)\s+(?:ai\s+)?(?:assistant|agent|model|bot|llm)\s+(?:reads|processes|sees|summari[sz]es|opens)\s+this\b",
-                r"|['\x22]\s*(?:ai|llm|language\s+model|assistant|agent|model)\s*:\s*(?:please\s+)?(?:tell|say|inform|convince|send|forward|delete|buy|enrol+|sign|transfer|grant|open|click|visit|approve|ignore)\b",
+                r"|['\x22]\s*(?:ai|llm|language\s+model|assistant|agent|model):\s*(?:please\s+)?(?:tell|say|inform|convince|send|forward|delete|buy|enrol+|sign|transfer|grant|open|click|visit|approve|ignore)\b",
                 r"|\b(?:assistants?|agents?|models?|ai|llms?|bots?)\s+(?:should|must|needs?\s+to|has\s+to|is\s+(?:required|expected)\s+to)\s+(?:\w+\s+){0,3}as\s+(?:the\s+)?(?:admin|root|administrator|superuser)\b",
             ),
         ),
