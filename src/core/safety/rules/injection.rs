@@ -1873,12 +1873,16 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "request_in_data",
-        matcher: keyed(
+        matcher: keyed_also(
             Lower,
             &[
                 "{", "[", "\":", "':", "returned", "output of", "tool result", "tool output", "http",
                 "->",
             ],
+            // Every form asks: "please", "kindly" or "you must / should /
+            // need to / have to". Its first literals ("{", "http" …) are in
+            // most tool output, so this keeps its automaton off the rest.
+            &["please", "kindly", "must", "should", "need", "have"],
             concat!(
                 r"(?:[{\[]\s*['\x22]|['\x22]\s*:\s*['\x22]|\breturned\b|\boutput\s+of\b|\btool\s+(?:result|output)\b|\bhttp\s+\d{3}\b|->)",
                 r"[^\n]*?(?:\bplease|\bkindly|\byou\s+(?:must|should|need\s+to|have\s+to))\s+(?:\w+\s+)?",
