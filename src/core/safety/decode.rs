@@ -351,16 +351,39 @@ fn pack(w: &[u8]) -> Option<[u64; 3]> {
     Some([fwd << pad, rot << pad, rev])
 }
 
-/// [`COMMON_WORDS`] packed, in order.
-fn common_packed() -> &'static [u64; COMMON_WORDS.len()] {
-    static PACKED: std::sync::OnceLock<[u64; COMMON_WORDS.len()]> = std::sync::OnceLock::new();
-    PACKED.get_or_init(|| {
-        let mut out = [0u64; COMMON_WORDS.len()];
-        for (o, w) in out.iter_mut().zip(COMMON_WORDS) {
-            *o = pack(w.as_bytes()).map_or(0, |p| p[0]);
+/// [`COMMON_WORDS`] packed, in order, and which pairs of first letters
+/// they start with (`starts[a] & 1 << b`: some word starts with letters a,
+/// b), so most words are ruled out without a search.
+struct Common {
+    packed: [u64; COMMON_WORDS.len()],
+    starts: [u32; 26],
+}
+
+impl Common {
+    fn holds(&self, p: u64) -> bool {
+        let (a, b) = ((p >> 56) as u8, (p >> 48) as u8);
+        let (a, b) = (a.wrapping_sub(b'a'), b.wrapping_sub(b'a'));
+        a < 26
+            && b < 26
+            && self.starts[a as usize] & 1 << b != 0
+            && self.packed.binary_search(&p).is_ok()
+    }
+}
+
+fn common_packed() -> &'static Common {
+    static COMMON: std::sync::OnceLock<Common> = std::sync::OnceLock::new();
+    COMMON.get_or_init(|| {
+        let mut c = Common {
+            packed: [0u64; COMMON_WORDS.len()],
+            starts: [0; 26],
+        };
+        for (o, w) in c.packed.iter_mut().zip(COMMON_WORDS) {
+            let w = w.as_bytes();
+            *o = pack(w).map_or(0, |p| p[0]);
+            c.starts[usize::from(w[0] - b'a')] |= 1 << (w[1] - b'a');
         }
-        out.sort_unstable();
-        out
+        c.packed.sort_unstable();
+        c
     })
 }
 
@@ -385,13 +408,13 @@ pub(super) fn common_words_read(text: &str) -> [usize; 4] {
 }
 
 /// Adds one word to [`common_words_read`]'s counts.
-fn count_word(w: &[u8], common: &[u64], n: &mut [usize; 4]) {
+fn count_word(w: &[u8], common: &Common, n: &mut [usize; 4]) {
     if w.len() >= 2 {
         n[3] += 1;
     }
     if let Some(packed) = pack(w) {
         for (count, p) in n.iter_mut().zip(packed) {
-            *count += usize::from(common.binary_search(&p).is_ok());
+            *count += usize::from(common.holds(p));
         }
     }
 }

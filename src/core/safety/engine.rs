@@ -340,6 +340,12 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
 
 /// Some capture group of some match passes the rule's check.
 fn check_captured(check: Check, captures: &Automaton, hay: &[u8]) -> bool {
+    // Where nothing could make the check reject a match, whether there is
+    // one is enough: the lazy DFA answers it, not the slower capturing
+    // search.
+    if !check.may_reject(hay) {
+        return captures.is_match(hay);
+    }
     captures.any_group(hay, |at| check.confirms_in(hay, at))
 }
 

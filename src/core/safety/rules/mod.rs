@@ -82,6 +82,34 @@ pub(super) enum Check {
 }
 
 impl Check {
+    /// Whether this check could reject some match in `hay` at all (true
+    /// but for `NotErrorQuote`, which needs a connection error's words or a
+    /// loopback address to reject anything): a match in a text where it
+    /// cannot is confirmed without finding where it is.
+    pub(super) fn may_reject(self, hay: &[u8]) -> bool {
+        if self != Check::NotErrorQuote {
+            return true;
+        }
+        let has = |needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        // `error_quote`'s words, and the loopback addresses.
+        [
+            &b"tcp"[..],
+            b"udp",
+            b"connect",
+            b"dial",
+            b"i/o",
+            b"read",
+            b"write",
+            b":no",
+            b": no",
+            b"localhost",
+            b"127.",
+            b"0.0.0.0",
+        ]
+        .iter()
+        .any(|n| has(n))
+    }
+
     /// Whether the captured value at `at` in `hay` confirms the match:
     /// [`Check::confirms`] of the value, but for `NotErrorQuote`, which
     /// reads the two words before it and the text after it too.
