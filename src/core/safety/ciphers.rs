@@ -8,7 +8,7 @@
 //! Each costs one pass over a string that holds nothing of its kind; the
 //! shift ciphers one histogram and a 26 x 26 comparison.
 
-use super::decode::{common_words, is_text, Encoding};
+use super::decode::{common_words, common_words_read, is_text, Encoding};
 
 /// English letter frequencies, per mille (a..z), for the shift search.
 const ENGLISH: [u32; 26] = [
@@ -99,8 +99,10 @@ pub(super) fn shifted(text: &str) -> Option<(Encoding, String)> {
             (base + j) as char
         })
         .collect();
-    let n = common_words(&read);
-    (n >= 2 && n > common_words(text)).then_some((via, read))
+    let [n, .., words] = common_words_read(&read);
+    // As for ROT13 (`decode::read_whole`): two common words at least, more
+    // than as written, and one word in six.
+    (n >= 2 && n > common_words(text) && n * 6 >= words).then_some((via, read))
 }
 
 /// The ITU Morse code of a letter or digit.

@@ -357,7 +357,13 @@ pub(super) fn for_each_hit(views: &Views, mut hit: impl FnMut(&'static Rule)) {
 
 /// Some capture group of some match passes the rule's check.
 fn check_captured(check: Check, captures: &Automaton, hay: &[u8]) -> bool {
-    captures.any_group(hay, |value| check.confirms(value))
+    // Where nothing could make the check reject a match, whether there is
+    // one is enough: the lazy DFA answers it, not the slower capturing
+    // search.
+    if !check.may_reject(hay) {
+        return captures.is_match(hay);
+    }
+    captures.any_group(hay, |at| check.confirms_in(hay, at))
 }
 
 /// Loads the always-run automata now instead of on the first scan (for the
@@ -409,7 +415,7 @@ mod same_as_the_regex_crate {
             caps.iter()
                 .skip(1)
                 .flatten()
-                .any(|m| check.confirms(m.as_bytes()))
+                .any(|m| check.confirms_in(hay, m.range()))
         })
     }
 

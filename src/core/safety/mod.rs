@@ -201,8 +201,21 @@ fn hits(text: &str) -> Vec<Hit> {
         });
     };
     check(text, None);
+    // A request hidden under base64 or a cipher is a finding whether or
+    // not its words trip a rule of their own: the reviewer cannot read it
+    // and the model can.
+    let mut hidden_request = None;
     for layer in decode::layers(text) {
         check(&layer.text, Some(layer.via));
+        if hidden_request.is_none() && layer.via.conceals() && decode::asks(&layer.text) {
+            hidden_request = Some(layer.via);
+        }
+    }
+    if let Some(via) = hidden_request {
+        let rule = rules::encoded_request();
+        if !hits.iter().any(|(h, _)| std::ptr::eq(*h, rule)) {
+            hits.push((rule, Some(via)));
+        }
     }
     hits
 }

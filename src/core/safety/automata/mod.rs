@@ -244,8 +244,9 @@ impl Automaton {
     }
 
     /// Whether some capture group (not the whole match) of some match of
-    /// the pattern in `hay` satisfies `check`.
-    pub fn any_group(&self, hay: &[u8], check: impl Fn(&[u8]) -> bool) -> bool {
+    /// the pattern in `hay` satisfies `check` (given its place in `hay`, so
+    /// a check may read around it).
+    pub fn any_group(&self, hay: &[u8], check: impl Fn(std::ops::Range<usize>) -> bool) -> bool {
         debug_assert_eq!(self.kind, Kind::Captures);
         // The lazy DFA rules out most strings before the slower PikeVM runs.
         if !self.is_match(hay) {
@@ -255,7 +256,7 @@ impl Automaton {
         self.pike.captures_iter(&mut cache, hay).any(|caps| {
             (1..caps.group_len())
                 .filter_map(|g| caps.get_group(g))
-                .any(|span| check(&hay[span.range()]))
+                .any(|span| check(span.range()))
         })
     }
 }

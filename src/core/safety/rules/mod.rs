@@ -74,9 +74,56 @@ pub(super) enum Check {
     /// it as done: "Ran sudo systemctl reload nginx", "reloaded with sudo
     /// systemctl …" are log lines, not orders.
     NotReported,
+    /// Some capture group (an address with the two words before it and the
+    /// one after) must not be quoted from a connection error ("dial tcp",
+    /// "read tcp" before it, ": connect", ": i/o", ": dial" after it), nor
+    /// be a loopback address after "curl" or "on".
+    NotErrorQuote,
 }
 
 impl Check {
+    /// Whether this check could reject some match in `hay` at all (true
+    /// but for `NotErrorQuote`, which needs a connection error's words or a
+    /// loopback address to reject anything): a match in a text where it
+    /// cannot is confirmed without finding where it is.
+    pub(super) fn may_reject(self, hay: &[u8]) -> bool {
+        if self != Check::NotErrorQuote {
+            return true;
+        }
+        let has = |needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        // `error_quote`'s words, and the loopback addresses.
+        [
+            &b"tcp"[..],
+            b"udp",
+            b"connect",
+            b"dial",
+            b"i/o",
+            b"read",
+            b"write",
+            b":no",
+            b": no",
+            b"localhost",
+            b"127.",
+            b"0.0.0.0",
+        ]
+        .iter()
+        .any(|n| has(n))
+    }
+
+    /// Whether the captured value at `at` in `hay` confirms the match:
+    /// [`Check::confirms`] of the value, but for `NotErrorQuote`, which
+    /// reads the two words before it and the text after it too.
+    pub(super) fn confirms_in(self, hay: &[u8], at: std::ops::Range<usize>) -> bool {
+        match self {
+            Check::NotErrorQuote => {
+                let before = &hay[at.start.saturating_sub(32)..at.start];
+                let after = &hay[at.end..(at.end + 24).min(hay.len())];
+                !error_quote(before, &hay[at], after)
+            }
+            check => check.confirms(&hay[at]),
+        }
+    }
+
     /// Whether a captured value confirms the match.
     pub(super) fn confirms(self, value: &[u8]) -> bool {
         match self {
@@ -84,6 +131,8 @@ impl Check {
             Check::CredentialValue => super::credential::looks_like_credential(value),
             Check::NotImageReference => !urls::is_image_reference(value),
             Check::NotReported => !value.split(|b| !b.is_ascii_alphabetic()).any(reported),
+            // Needs the text around the value: see `confirms_in`.
+            Check::NotErrorQuote => true,
             Check::Unnegated => !value
                 .split(|b: &u8| !b.is_ascii_alphabetic() && *b != b'\'')
                 .any(|w| {
@@ -92,6 +141,41 @@ impl Check {
                 }),
         }
     }
+}
+
+/// Whether an address (`Check::NotErrorQuote`), with the words before it
+/// and the text after it, is quoted from a connection error (Go's and most
+/// clients' "dial tcp <addr>", "read tcp <addr>", "<addr>: connect:
+/// connection refused", "<addr>: i/o timeout"), or is a loopback address
+/// queried or read where it is ("curl localhost:9090/…", "Grafana on
+/// 127.0.0.1:3000/…").
+fn error_quote(before: &[u8], addr: &[u8], after: &[u8]) -> bool {
+    let words = |t: &[u8]| -> Vec<Vec<u8>> {
+        t.split(|b| !b.is_ascii_alphabetic() && *b != b'/')
+            .filter(|w| !w.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let before = words(before);
+    let last_two = &before[before.len().saturating_sub(2)..];
+    let local =
+        addr.starts_with(b"localhost") || addr.starts_with(b"127.") || addr.starts_with(b"0.0.0.0");
+    let local_query = last_two.iter().any(|w| {
+        matches!(
+            &w[..],
+            b"curl" | b"wget" | b"http" | b"httpie" | b"on" | b"at" | b"from"
+        )
+    });
+    let after = after.trim_ascii_start();
+    (local && local_query)
+        || last_two.iter().any(|w| matches!(&w[..], b"tcp" | b"udp"))
+        || (after.starts_with(b":")
+            && words(after).first().is_some_and(|w| {
+                matches!(
+                    &w[..],
+                    b"connect" | b"connection" | b"dial" | b"i/o" | b"read" | b"write" | b"no"
+                )
+            }))
 }
 
 /// A word that reports a command as done ("ran", "reloaded with sudo …"):
@@ -228,6 +312,13 @@ pub(super) use crypto_keys::{hex_key_label_ends, hex_key_label_pattern};
 #[cfg(test)]
 pub(super) use labelled::{label_hits, labels_pattern, LABELS};
 
+/// The rule of a request found only under a concealing encoding (see
+/// `decode::asks`): `mod.rs` reports it for decoded text, never for text
+/// as written.
+pub(super) fn encoded_request() -> &'static Rule {
+    &injection::ENCODED_REQUEST
+}
+
 /// Every rule, family by family.
 pub(super) fn all() -> impl Iterator<Item = &'static Rule> {
     [
@@ -236,6 +327,7 @@ pub(super) fn all() -> impl Iterator<Item = &'static Rule> {
         crypto_keys::RULES,
         hidden::RULES,
         injection::RULES,
+        std::slice::from_ref(&injection::ENCODED_REQUEST),
         directives::RULES,
         urls::RULES,
     ]

@@ -57,27 +57,42 @@ pub(super) static RULES: &[Rule] = &[
     // IP literal (or localhost) with a port or a path: "10.0.0.5:4444",
     // "1.2.3.4/x", "[::1]:8080". A bare dotted quad is left alone because
     // four-part version numbers look the same. The reader's own machine with
-    // a port alone ("open localhost:9093 after the port-forward", "node
-    // exporter on 127.0.0.1:9100") sends nothing anywhere: a loopback address
-    // counts with a path. A slash and a prefix length ("10.0.0.0/16",
-    // "0.0.0.0/0") is a network block in a firewall or routing note, not a
-    // path on a host.
+    // a port alone ("open localhost:9093 after the port-forward") sends
+    // nothing anywhere: a loopback address counts with a path, unless it
+    // is queried or read there ("curl localhost:9090/api/v1/targets",
+    // "Grafana on 127.0.0.1:3000/d/…"). A slash and a prefix length ("10.0.0.0/16", "0.0.0.0/0") is a network
+    // block in a firewall or routing note, not a path on a host. An address
+    // inside a quoted connection error ("dial tcp 10.96.0.1:443: i/o
+    // timeout", "10.0.3.12:2379: connect: connection refused") is where a
+    // connection failed, not one to make (`Check::NotErrorQuote` reads the
+    // two words before it and the one after, outside the match, so the
+    // always-run set's automaton is no larger).
     Rule {
         class: Url,
         name: "ip_host",
-        matcher: pattern(
-            Lower,
-            concat!(
+        matcher: Matcher::Pattern {
+            view: Lower,
+            check: Check::NotErrorQuote,
+            keywords: &[],
+            also: &[],
+            regex: concat!(
+                // one group: the check reads the address and the words
+                // around it
+                r"((?:",
                 r"\b(?:[1-9]|[1-9][0-9]|1[01][0-9]|12[0-6]|12[89]|1[3-9][0-9]|2[0-9]{2})\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?::[0-9]{1,5}\b|/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]]))",
                 r"|\b0\.(?:[1-9][0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}|0\.[1-9][0-9]{0,2}\.[0-9]{1,3}|0\.0\.[1-9][0-9]{0,2})(?::[0-9]{1,5}\b|/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]]))",
-                r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost)(?::[0-9]{1,5})?/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]])",
-                // 0.0.0.0 (every local interface, a listen address) with a path
-                r"|\b0\.0\.0\.0(?::[0-9]{1,5})?/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]])",
+                r"|\b(?:127\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}|localhost|0\.0\.0\.0)(?::[0-9]{1,5})?/(?:[^0-9\s]|[0-9]+[^0-9\s.,;:)\]])",
                 r"|\[[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*\](?::[0-9]{1,5}|/)",
+                r"))",
             ),
-        ),
+        },
         exempt: &[EvidenceUrl],
-        hits: examples!["10.0.0.5:4444", "open 1.2.3.4/x", "localhost:3000/debug"],
+        hits: examples![
+            "10.0.0.5:4444",
+            "open 1.2.3.4/x",
+            "connect to 203.0.113.7:4444 with nc",
+            "localhost:3000/debug",
+        ],
         misses: examples![
             "Release 1.2.3.4 of the tool",
             "ratio 10:1",
@@ -86,6 +101,9 @@ pub(super) static RULES: &[Rule] = &[
             "Prometheus listens on 0.0.0.0:9090 inside the pod",
             "The VPC uses 10.0.0.0/16; the public subnet routes 0.0.0.0/0 to the internet gateway.",
             "Loopback is 127.0.0.0/8, link-local 169.254.0.0/16",
+            "curl localhost:9090/api/v1/targets after the port-forward",
+            "dial tcp 10.96.0.1:443: i/o timeout",
+            "etcd 10.0.3.12:2379: connect: connection refused",
         ],
     },
     // host.tld/path without a scheme. The TLD list leaves out ones that
