@@ -11,7 +11,7 @@
 
 use super::{Matcher::Detect, Rule, BASE};
 #[cfg(test)]
-use crate::core::safety::automata::{self, Kind, Source};
+use crate::core::safety::automata;
 use crate::core::safety::normalize::Views;
 use crate::core::safety::FindingClass::Secret;
 use aho_corasick::AhoCorasick;
@@ -216,18 +216,11 @@ struct Index {
 }
 
 /// Any label, any ASCII case, as one literal alternation: what `Index::any`
-/// answers, for the test that compares it with the regex crate. It is also
-/// still compiled into `automata`'s table (unused at run time) until the
-/// table is next regenerated, so that this change leaves the table as it is.
+/// answers, for the test that compares it with the regex crate.
 #[cfg(test)]
 pub(crate) fn labels_pattern(labels: &[&str]) -> String {
     let alternatives: Vec<String> = labels.iter().map(|l| automata::escape(l)).collect();
     format!("(?i)(?:{})", alternatives.join("|"))
-}
-
-#[cfg(test)]
-fn labels_source(labels: &[&str]) -> Source {
-    Source::new(Kind::Match, vec![labels_pattern(labels)])
 }
 
 /// Whether `hay` holds a password label / a key label (for the test that
@@ -242,12 +235,6 @@ pub(crate) fn label_hits(hay: &[u8]) -> [bool; 2] {
 
 #[cfg(test)]
 pub(crate) const LABELS: [&[&str]; 2] = [PASSWORD_LABELS, KEY_LABELS];
-
-/// The automata this family loads, for `automata::generate`.
-#[cfg(test)]
-pub(super) fn automata_sources() -> Vec<Source> {
-    vec![labels_source(PASSWORD_LABELS), labels_source(KEY_LABELS)]
-}
 
 fn index(labels: &[&str]) -> Index {
     let mut by_first_word: HashMap<String, Vec<Vec<String>>> = HashMap::new();
