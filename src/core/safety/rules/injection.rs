@@ -54,6 +54,94 @@ macro_rules! dangerous_asks {
     };
 }
 
+/// Literals of which every match of `dangerous_asks!` holds one: a word
+/// from each of its alternatives (the rules ending in it skip the texts
+/// with none of them before their automaton runs).
+const DANGEROUS_ASK_WORDS: &[&str] = &[
+    "silently",
+    "secretly",
+    "quietly",
+    "covertly",
+    "without",
+    "not",
+    "don't",
+    "dont",
+    "never",
+    "trust",
+    "obey",
+    "outrank",
+    "anything",
+    "instruction",
+    "order",
+    "command",
+    "directive",
+    "note",
+    "ignore",
+    "disregard",
+    "skip",
+    "disable",
+    "bypass",
+    "off",
+    "approve",
+    "mark",
+    "grant",
+    "admin",
+    "prompt",
+    "key",
+    "secret",
+    "credential",
+    "token",
+    "password",
+    "seed",
+    "mnemonic",
+    "wallet",
+    "environment",
+    "memory",
+    "transcript",
+    "customer",
+    ".env",
+    ".ssh",
+    "id_",
+    "drop",
+    "delete",
+    "wipe",
+    "truncate",
+    "push",
+    "chmod",
+    "payment",
+    "shell",
+    "curl",
+    "wget",
+    "recommend",
+    "savings",
+    "@",
+    "wire",
+    "transfer",
+    "move",
+    "pay",
+    "send",
+    "proceed",
+    "hidden",
+    "nothing",
+    "follow",
+    "believe",
+    "prefer",
+    "refusal",
+    "objection",
+    "confirmation",
+    "audit",
+    "logging",
+    "monitoring",
+    "alert",
+    "two-factor",
+    "2fa",
+    "mfa",
+    "root",
+    "enable",
+    "ship",
+    "unlock",
+];
+
 /// Who a note to the reading model names: "model", "reloaded model",
 /// "successor instance", "automated fixer".
 macro_rules! reader_noun {
@@ -928,7 +1016,7 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "unauthorized_action",
-        matcher: keyed(
+        matcher: keyed_also(
             Lower,
             &[
                 "admin",
@@ -939,6 +1027,11 @@ pub(super) static RULES: &[Rule] = &[
                 "database",
                 "table",
                 "records",
+            ],
+            // the role, "trusted", the invitee's address, the export verb
+            &[
+                "admin", "owner", "superuser", "root", "trusted", "@", "download", "export",
+                "dump", "copy",
             ],
             concat!(
                 r"\bmake\s+(?:him|her|them|[a-z0-9._%+-]+@[a-z0-9.-]+)\s+(?:an?\s+|the\s+)?(?:admin|administrator|owner|org\s+owner|superuser|root)\b",
@@ -982,7 +1075,13 @@ pub(super) static RULES: &[Rule] = &[
                 "rehydrate",
                 "polic",
             ],
-            also: &[],
+            // the word that voids the guard, or the verb that drops it
+            also: &[
+                "false", "off", "obsolete", "advisory", "outdated", "void", "optional", "suggestion",
+                "permissive", "appl", "domain", "disregard", "ignore", "drop", "leave", "omit",
+                "remove", "delete", "raise", "widen", "relax", "loosen", "lift", "skip", "bypass",
+                "rewrite",
+            ],
             regex: concat!(
                 r"(?:deny_[a-z_]+|\bdeny\s+flags?|\bno_(?:shell|network|net|secret|export|exec|internet|web|fetch|pay|pii|mail|email|file|write|tool|external|code|brows|download|upload|delet|sudo|root|outbound|http)[a-z_]*|\bconstraints?\s+(?:block|list|object|array)|\bthe\s+constraints\b|\bpolicy\s+(?:object|block|flags?)|\bpolicies\b|allowed_domains|allowed_tools|tool_allowlist|\ballowlist\b|rehydrate_mode|max_rehydrate_tokens)",
                 r"([^.;!?\n]*?)",
@@ -1017,7 +1116,7 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "delayed_trigger",
-        matcher: keyed(
+        matcher: keyed_also(
             Lower,
             &[
                 "load",
@@ -1058,6 +1157,7 @@ pub(super) static RULES: &[Rule] = &[
                 "you're the",
                 "you are the",
             ],
+            DANGEROUS_ASK_WORDS,
             concat!(
                 r"(?:",
                 r"\b(?:next\s+time|whenever|when|once|after|as\s+soon\s+as|upon|on|each\s+time|every\s+time|before)\s+(?:you(?:'re)?|the\s+(?:model|assistant|agent|ai|llm))\s+(?:are\s+|is\s+|get\s+|gets\s+|have\s+been\s+|has\s+been\s+)?",
@@ -1149,7 +1249,7 @@ pub(super) static RULES: &[Rule] = &[
                 "expired",
                 "exceeded",
             ],
-            also: &[],
+            also: DANGEROUS_ASK_WORDS,
             regex: concat!(
                 r"(?:",
                 r"\b(?:auditor|audit(?:\s+(?:team|finding))?|reviewer|review\s+board|code\s+review|compliance(?:\s+team)?|operator|administrator|admin|security(?:\s+(?:team|officer|review))?|ciso|maintainer|trust\s+(?:and|&)\s+safety|developer|engineering\s+team|platform(?:\s+safety)?(?:\s+team)?)(?:'s)?",
