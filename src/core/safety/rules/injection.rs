@@ -1637,7 +1637,7 @@ pub(super) static RULES: &[Rule] = &[
     Rule {
         class: Injection,
         name: "unauthorized_action",
-        matcher: keyed(
+        matcher: keyed_also(
             Lower,
             &[
                 // each alternative's rarer words, so the rule wakes seldom
@@ -1651,6 +1651,14 @@ pub(super) static RULES: &[Rule] = &[
                 "redirect", "reroute", "re-route", "divert", "clinical", "medical", "patient",
                 "health", "order", "sharing", "permission", "access level", "access right",
                 "access setting",
+            ],
+            // a word from each alternative below
+            &[
+                "unlock", "access", "disarm", "deactivate", "disable", "off", "sell", "liquidate",
+                "dump", "cash", "withdraw", "empty", "drain", "payee", "recipient", "beneficiary",
+                "@", "emergency", "redirect", "reroute", "re-route", "divert", "/tmp", "/dev/shm",
+                "public", "dosage", "dose", "prescription", "delete", "erase", "wipe", "destroy",
+                "purge", "traffic", "market", "allerg", "diagnos", "medication", "blood",
             ],
             concat!(
                 r"\bunlock\s+(?:my|the|our|all)\s+(?:\w+\s+){0,2}(?:doors?|locks?|gates?|garage|safe)\b",
