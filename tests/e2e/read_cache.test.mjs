@@ -14,6 +14,7 @@ import {
   newAgent,
   exampleCapsule,
   publish,
+  envelope,
   jcs,
   cursorOf,
   headPath,
@@ -142,8 +143,10 @@ test("the location that takes a write sees the new cursor at once", async () => 
 
 test("the entry keeps the copies: the writing location sees the write even if the write Worker has no cache of its own", async () => {
   // Cloudflare may give a Worker called through a service binding another
-  // cache than the entry's, or none: the entry marks its own copies from
-  // what the write Worker says a write changed.
+  // cache than the entry's, or none: the entry marks its own copies, from
+  // the agent's object's answer when it sent the write itself, and from
+  // what the write Worker says a write changed when it forwarded it (a
+  // streamed body).
   const split = await startWorker({ writeWorkerCache: false });
   try {
     const agent = newAgent();
@@ -157,6 +160,23 @@ test("the entry keeps the copies: the writing location sees the write even if th
     const head = await split.fetch(headPath(agent.agentId));
     assert.equal(head.json.cursor, cursorOf(next));
     assert.equal((await split.fetch(capsulePath(agent.agentId))).text, jcs(next));
+    const third = exampleCapsule(agent.agentId, { self_motto: "Third state, streamed, seen here at once." });
+    const bytes = new TextEncoder().encode(JSON.stringify(envelope(agent, 3, third)));
+    const streamed = await split.fetch(capsulePath(agent.agentId), {
+      method: "PUT",
+      duplex: "half",
+      headers: { "content-type": "application/json" },
+      body: new ReadableStream({
+        start(c) {
+          c.enqueue(bytes);
+          c.close();
+        },
+      }),
+    });
+    assert.equal(streamed.status, 200, streamed.text);
+    for (const name of streamed.headers.keys()) assert.doesNotMatch(name, /^x-selfcap-/);
+    assert.equal((await split.fetch(headPath(agent.agentId))).json.cursor, cursorOf(third));
+    assert.equal((await split.fetch(capsulePath(agent.agentId))).text, jcs(third));
   } finally {
     await split.close();
   }
