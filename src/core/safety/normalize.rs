@@ -209,18 +209,7 @@ fn without_attack_questions(text: &str) -> Option<String> {
         }
         start = i + 1;
     }
-    if cuts.is_empty() {
-        return None;
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (a, b) in cuts {
-        out.push_str(&text[at..a]);
-        out.push(' ');
-        at = b;
-    }
-    out.push_str(&text[at..]);
-    Some(out)
+    blanked(text, cuts)
 }
 
 /// Quoted spans (`"…"`, `“…”`, `'…'` at word boundaries) of 1 to 12 words
@@ -291,18 +280,7 @@ fn without_quoted_mentions(text: &str) -> Option<String> {
         }
         i = end + 1;
     }
-    if spans.is_empty() {
-        return None;
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (a, b) in spans {
-        out.push_str(&text[at..a]);
-        out.push(' ');
-        at = b;
-    }
-    out.push_str(&text[at..]);
-    Some(out)
+    blanked(text, spans)
 }
 
 /// Whether the sentence around a quoted span (`before` it, `after` it) is a
@@ -373,13 +351,21 @@ fn without_reported_clauses(text: &str) -> Option<String> {
             from = end.max(start + 1);
         }
     }
-    if cuts.is_empty() {
+    blanked(text, cuts)
+}
+
+/// `text` with each of `spans` (byte ranges, in any order, overlapping or
+/// not) replaced by one space, so the words on either side stay apart;
+/// `None` when there is none, as each mention filter answers "nothing to
+/// take out".
+fn blanked(text: &str, mut spans: Vec<(usize, usize)>) -> Option<String> {
+    if spans.is_empty() {
         return None;
     }
-    cuts.sort_unstable();
+    spans.sort_unstable();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (a, b) in cuts {
+    for (a, b) in spans {
         if a < at {
             at = at.max(b);
             continue;
