@@ -17,7 +17,6 @@
 //! [`DRAIN_WAIT`] of waiting for them (a client that stalls). Then the
 //! upload is cancelled and the answer goes out anyway.
 
-#[cfg(feature = "worker")]
 use crate::worker::request::Incoming;
 use futures_util::future::select;
 use std::time::Duration;
@@ -53,19 +52,15 @@ pub async fn read_capped(req: &Incoming, cap: usize) -> Result<Vec<u8>, BodyErro
     let stream = req.inner().body();
     let reader: Option<ReadableStreamDefaultReader> =
         stream.map(|s| s.get_reader().unchecked_into());
-    if let Ok(Some(len)) = req.headers().get("Content-Length") {
-        if let Ok(len) = len.trim().parse::<u64>() {
-            if len > cap as u64 {
-                if let Some(r) = &reader {
-                    if len <= (cap + DRAIN_MAX) as u64 {
-                        drain(r, DRAIN_MAX).await;
-                    } else {
-                        let _ = r.cancel();
-                    }
-                }
-                return Err(BodyError::TooLarge { observed: len });
+    if let Some(len) = declared_length(req).filter(|&len| len > cap as u64) {
+        if let Some(r) = &reader {
+            if len <= (cap + DRAIN_MAX) as u64 {
+                drain(r, DRAIN_MAX).await;
+            } else {
+                let _ = r.cancel();
             }
         }
+        return Err(BodyError::TooLarge { observed: len });
     }
     let Some(reader) = reader else {
         return Ok(Vec::new());
@@ -87,6 +82,13 @@ pub async fn read_capped(req: &Incoming, cap: usize) -> Result<Vec<u8>, BodyErro
         out.resize(start + n, 0);
         bytes.copy_to(&mut out[start..]);
     }
+}
+
+/// The length `req` declares (`Content-Length`), when it declares one that
+/// reads; a chunked upload declares none.
+pub fn declared_length(req: &Incoming) -> Option<u64> {
+    let len = req.headers().get("Content-Length").ok().flatten()?;
+    len.trim().parse().ok()
 }
 
 /// The stream's next chunk; `None` at its end.
@@ -113,7 +115,21 @@ async fn next_chunk(reader: &ReadableStreamDefaultReader) -> Result<Option<Uint8
 /// of the isolate's time (~4 % this way); every Durable Object hop reads one.
 pub async fn response_bytes(resp: Response) -> worker::Result<Vec<u8>> {
     let raw: web_sys::Response = resp.into();
-    let buffer = JsFuture::from(raw.array_buffer()?).await?;
+    bytes_of(raw.array_buffer()?).await
+}
+
+/// The whole of `stream` in one `arrayBuffer()` call (see
+/// [`response_bytes`]). Uncapped: for a body whose declared length the
+/// caller checked, whose runtime ends it there.
+#[cfg(feature = "entry")]
+pub async fn stream_bytes(stream: &ReadableStream) -> worker::Result<Vec<u8>> {
+    let read = web_sys::Response::new_with_opt_readable_stream(Some(stream))?;
+    bytes_of(read.array_buffer()?).await
+}
+
+/// The bytes an `arrayBuffer()` promise comes to.
+async fn bytes_of(buffer: worker::js_sys::Promise) -> worker::Result<Vec<u8>> {
+    let buffer = JsFuture::from(buffer).await?;
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 
@@ -122,8 +138,7 @@ pub async fn response_bytes(resp: Response) -> worker::Result<Vec<u8>> {
 /// whose bodies the Worker built.
 #[cfg(feature = "worker")]
 pub async fn request_bytes(req: &Request) -> worker::Result<Vec<u8>> {
-    let buffer = JsFuture::from(req.inner().array_buffer()?).await?;
-    Ok(Uint8Array::new(&buffer).to_vec())
+    bytes_of(req.inner().array_buffer()?).await
 }
 
 /// After the answer is decided: discards a body nobody read (`stream` is

@@ -21,36 +21,28 @@ pub const EXTRAS_BINDING: &str = "EXTRAS";
 /// The answer to `req` of the Worker behind `binding`. What it says the
 /// request changed in an agent's head.json or capsule.json is applied to
 /// this location's copies before the answer goes out, without the saying.
-pub async fn to(binding: &str, req: &Incoming, env: &Env) -> worker::Result<web_sys::Response> {
-    let behind: worker_sys::Fetcher = env.service(binding)?.into_rpc();
-    let init = web_sys::RequestInit::new();
-    init.set_headers(&headers_of(req)?.0);
-    let answer = JsFuture::from(behind.fetch_with_init(req.inner(), &init)?).await?;
-    relayed(answer.dyn_into()?).await
-}
-
-/// [`to`], with `body` (the other branch of a body the entry read itself)
-/// in place of the request's own.
-pub async fn with_body(
+/// `body`: the other branch of a body the entry teed to read itself, sent
+/// in place of the request's own (`None`: the request's, unread).
+pub async fn to(
     binding: &str,
     req: &Incoming,
     env: &Env,
-    body: &web_sys::ReadableStream,
+    body: Option<&web_sys::ReadableStream>,
 ) -> worker::Result<web_sys::Response> {
     let behind: worker_sys::Fetcher = env.service(binding)?.into_rpc();
-    let init = web_sys::RequestInit::new();
-    init.set_method(&req.method());
-    init.set_headers(&headers_of(req)?.0);
-    init.set_body(body);
-    let answer = JsFuture::from(behind.fetch_with_str_and_init(req.href(), &init)?).await?;
-    relayed(answer.dyn_into()?).await
-}
-
-/// The request's headers, marked as forwarded by the entry.
-fn headers_of(req: &Incoming) -> worker::Result<worker::Headers> {
     let headers = req.headers().clone();
     headers.set(FORWARDED_HEADER, "1")?;
-    Ok(headers)
+    let init = web_sys::RequestInit::new();
+    init.set_headers(&headers.0);
+    let sent = match body {
+        None => behind.fetch_with_init(req.inner(), &init)?,
+        Some(body) => {
+            init.set_method(&req.method());
+            init.set_body(body);
+            behind.fetch_with_str_and_init(req.href(), &init)?
+        }
+    };
+    relayed(JsFuture::from(sent).await?.dyn_into()?).await
 }
 
 /// The answer of the Worker behind, its changes applied (see [`to`]).

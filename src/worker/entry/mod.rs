@@ -47,7 +47,7 @@ pub async fn fetch(
     };
     let action = match behind {
         Ok(action) => action,
-        Err(to) => return Ok(cold::path(forwarded(to, &req, &env, audience)).await),
+        Err(to) => return Ok(cold::path(forwarded(to, &req, &env, audience, None)).await),
     };
     let cfg = Config::of(&env);
     if let Action::Write { agent } = &action {
@@ -60,7 +60,7 @@ pub async fn fetch(
         // write Worker answers it, with its body still unread.
         Ok(None) => {
             let to = forward::WRITER_BINDING;
-            return Ok(cold::path(forwarded(to, &req, &env, audience)).await);
+            return Ok(cold::path(forwarded(to, &req, &env, audience, None)).await);
         }
         Err(failure) => failure.response(audience, req.path()).into(),
     };
@@ -106,15 +106,16 @@ async fn answer(
     }
 }
 
-/// The answer to `req` of the Worker behind `binding`, or the 503 of a
-/// call that failed.
+/// The answer to `req` of the Worker behind `binding` (`body`: see
+/// [`forward::to`]), or the 503 of a call that failed.
 async fn forwarded(
     binding: &str,
     req: &Incoming,
     env: &Env,
     audience: Audience,
+    body: Option<&web_sys::ReadableStream>,
 ) -> web_sys::Response {
-    match forward::to(binding, req, env).await {
+    match forward::to(binding, req, env, body).await {
         Ok(resp) => resp,
         Err(e) => Failure::from(e).response(audience, req.path()).into(),
     }

@@ -14,10 +14,12 @@
 //! read and refused there. So the entry decides nothing a client sees: it
 //! only skips the hop when the write Worker would have sent the body on.
 
-use super::forward;
+use super::forward::WRITER_BINDING;
+use super::forwarded;
 use crate::core::crypto::AgentId;
 use crate::core::envelope::{self, Signature, Signer};
 use crate::core::limits::MAX_BODY_BYTES;
+use crate::worker::body;
 use crate::worker::config::Config;
 use crate::worker::failure::Failure;
 use crate::worker::handlers::relay;
@@ -25,32 +27,22 @@ use crate::worker::http::Audience;
 use crate::worker::read_cache;
 use crate::worker::request::Incoming;
 use crate::worker::write_wire::{self, WriteCall, WriteKind};
-use worker::js_sys::Uint8Array;
 use worker::wasm_bindgen::JsCast;
-use worker::wasm_bindgen_futures::JsFuture;
 use worker::{web_sys, Env};
 
 /// The answer to a PUT of `agent`'s capsule.json.
 pub async fn put(req: &Incoming, env: &Env, cfg: &Config, agent: &AgentId) -> web_sys::Response {
     let audience = Audience::Write;
-    let declared = req
-        .headers()
-        .get("Content-Length")
-        .ok()
-        .flatten()
-        .and_then(|len| len.trim().parse::<u64>().ok());
-    let (Some(stream), Some(len)) = (req.inner().body(), declared) else {
-        return forwarded(req, env, None, audience).await;
+    let within_cap = body::declared_length(req).filter(|&len| len <= MAX_BODY_BYTES as u64);
+    let (Some(stream), Some(_)) = (req.inner().body(), within_cap) else {
+        return forwarded(WRITER_BINDING, req, env, audience, None).await;
     };
-    if len > MAX_BODY_BYTES as u64 {
-        return forwarded(req, env, None, audience).await;
-    }
     let branches = stream.tee();
     let mine: web_sys::ReadableStream = branches.get(0).unchecked_into();
     let theirs: web_sys::ReadableStream = branches.get(1).unchecked_into();
-    let body = match whole(&mine).await {
-        Some(bytes) if authenticates(&bytes, agent) => bytes,
-        _ => return forwarded(req, env, Some(&theirs), audience).await,
+    let body = match body::stream_bytes(&mine).await {
+        Ok(bytes) if authenticates(&bytes, agent) => bytes,
+        _ => return forwarded(WRITER_BINDING, req, env, audience, Some(&theirs)).await,
     };
     let _ = theirs.cancel();
     match send(req, env, cfg, agent, body).await {
@@ -60,8 +52,8 @@ pub async fn put(req: &Incoming, env: &Env, cfg: &Config, agent: &AgentId) -> we
 }
 
 /// Whether the write Worker would send `body` on to the agent's object
-/// without reading anything stored: the envelope is whole and signed by the
-/// agent's genesis key.
+/// without reading anything stored: within the cap, the envelope whole and
+/// signed by the agent's genesis key.
 fn authenticates(body: &[u8], agent: &AgentId) -> bool {
     envelope::authenticate_body(body, agent, Signature::Verify, Signer::Genesis).is_ok()
 }
@@ -84,32 +76,4 @@ async fn send(
         }
     }
     Ok(relay(relayed).into())
-}
-
-/// The whole of a body of declared length, read in one `arrayBuffer()`
-/// call; `None` when it broke off or is larger than the cap.
-async fn whole(stream: &web_sys::ReadableStream) -> Option<Vec<u8>> {
-    let read = web_sys::Response::new_with_opt_readable_stream(Some(stream)).ok()?;
-    let buffer = JsFuture::from(read.array_buffer().ok()?).await.ok()?;
-    let bytes = Uint8Array::new(&buffer);
-    (bytes.length() as usize <= MAX_BODY_BYTES).then(|| bytes.to_vec())
-}
-
-/// The write Worker's answer, `body` in place of the request's own when
-/// the entry teed it; the 503 of a call that failed.
-async fn forwarded(
-    req: &Incoming,
-    env: &Env,
-    body: Option<&web_sys::ReadableStream>,
-    audience: Audience,
-) -> web_sys::Response {
-    let to = forward::WRITER_BINDING;
-    let answer = match body {
-        Some(body) => forward::with_body(to, req, env, body).await,
-        None => forward::to(to, req, env).await,
-    };
-    match answer {
-        Ok(resp) => resp,
-        Err(e) => Failure::from(e).response(audience, req.path()).into(),
-    }
 }
